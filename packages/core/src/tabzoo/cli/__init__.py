@@ -1,0 +1,47 @@
+"""The ``tabzoo`` command line. Each subcommand lives in its own module and imports lazily."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+
+from tabzoo.errors import TabzooError
+
+# module path of each subcommand; each module defines ``add_parser(subparsers)`` which sets
+# ``func`` (args -> exit code) on its parser.
+COMMANDS: tuple[str, ...] = ("tabzoo.cli.plugins_cmd",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tabzoo import __version__
+
+    parser = argparse.ArgumentParser(prog="tabzoo", description="Deep learning on tables.")
+    parser.add_argument("--version", action="version", version=f"tabzoo-core {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for path in COMMANDS:
+        import_module(path).add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tabzoo`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TabzooError as exc:
+        print(f"tabzoo: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from tabzoo.cli import main
+
+sys.exit(main())

@@ -1,0 +1,26 @@
+"""The single error hierarchy of tabzoo.
+
+Every message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class TabzooError(Exception):
+    """Base class of every error tabzoo raises on purpose."""
+
+
+class TabzooInputError(TabzooError, ValueError):
+    """Invalid user input: the message names the column or row and the fix."""
+
+
+class PluginLoadError(TabzooError, ImportError):
+    """A plugin could not be loaded, or two plugins claim the same name."""
+
+
+class KernelNotSupportedError(TabzooError, RuntimeError):
+    """No kernel backend supports these inputs; the message lists each backend's reasons."""
+
+
+class CheckpointError(TabzooError, OSError):
+    """A checkpoint is missing, truncated, corrupt or of another architecture."""

@@ -1,0 +1,51 @@
+"""Typed hook specifications of the ``tabzoo`` entry-point group.
+
+Each hook receives a single ``register`` callback; a plugin calls it once per thing it provides::
+
+    from tabzoo.plugins import hookimpl, ArchitectureSpec
+
+    @hookimpl
+    def tabzoo_register_architectures(register):
+        register(ArchitectureSpec(name="mymodel", build=_build, default_config={"d": 64}))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+PROJECT = "tabzoo"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+Register = Callable[[Any], None]
+
+
+@hookspec
+def tabzoo_register_architectures(register: Register) -> None:
+    """Register model architectures: call ``register(ArchitectureSpec(...))`` for each."""
+
+
+@hookspec
+def tabzoo_register_kernel_backends(register: Register) -> None:
+    """Register extra kernel backends: call ``register(tabzoo.kernels.Backend(...))`` for each."""
+
+
+@hookspec
+def tabzoo_register_priors(register: Register) -> None:
+    """Register synthetic-data priors: call ``register(PriorSpec(...))`` for each."""
+
+
+@hookspec
+def tabzoo_conformance_cases(register: Register) -> None:
+    """Register conformance cases: call ``register(tabzoo.testing.ConformanceCase(...))`` for each."""
+
+
+HOOK_NAMES: tuple[str, ...] = (
+    "tabzoo_register_architectures",
+    "tabzoo_register_kernel_backends",
+    "tabzoo_register_priors",
+    "tabzoo_conformance_cases",
+)

@@ -1,0 +1,115 @@
+"""What plugins register: small frozen records, cheap to build (heavy code is imported lazily)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any
+
+from tabzoo.errors import PluginLoadError, TabzooInputError
+
+ARCHITECTURE_KINDS = ("in-context", "row-attention", "multitask", "relational", "other")
+PRIOR_KINDS = ("episodes", "multitask", "relational", "lookup")
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name or not name.replace("-", "_").replace(".", "_").isidentifier():
+        raise TabzooInputError(
+            f"{what} name {name!r} is invalid: use a non-empty identifier such as 'my_model' "
+            "(letters, digits, '_', '-', '.')."
+        )
+
+
+def resolve_object(path: str) -> Any:
+    """Import ``"package.module:attr"`` and return the attribute.
+
+    :raises PluginLoadError: when the module or attribute does not exist.
+    """
+    module_name, _, attr = path.partition(":")
+    if not attr:
+        raise PluginLoadError(f"{path!r} is not of the form 'package.module:attribute'.")
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        raise PluginLoadError(f"cannot import {module_name!r} for {path!r}: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
+        raise PluginLoadError(f"module {module_name!r} has no attribute {attr!r}.") from exc
+
+
+@dataclass(frozen=True)
+class ArchitectureSpec:
+    """A model architecture a plugin provides.
+
+    :param name: unique name, e.g. ``"tabflex"``.
+    :param build: ``build(config: dict) -> torch.nn.Module``; imports the model lazily.
+    :param default_config: the config ``build`` uses when none is given.
+    :param capabilities: property names from :mod:`tabzoo.testing` the model claims.
+    :param kind: one of :data:`ARCHITECTURE_KINDS`.
+    :param estimator: ``"pkg.module:ClassName"`` of its scikit-learn estimator, or ``None``.
+    :param pretrained: names of the checkpoints it ships as package data.
+    """
+
+    name: str
+    build: Callable[[dict[str, Any]], Any]
+    default_config: Mapping[str, Any] = field(default_factory=dict)
+    capabilities: frozenset[str] = frozenset()
+    kind: str = "in-context"
+    estimator: str | None = None
+    pretrained: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "architecture")
+        if self.kind not in ARCHITECTURE_KINDS:
+            raise TabzooInputError(
+                f"architecture {self.name!r} has kind {self.kind!r}; use one of {ARCHITECTURE_KINDS}."
+            )
+        if not callable(self.build):
+            raise TabzooInputError(f"architecture {self.name!r}: build must be callable(config) -> nn.Module.")
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+
+    def create(self, config: Mapping[str, Any] | None = None) -> Any:
+        """Build the model from ``default_config`` updated with ``config``."""
+        merged = dict(self.default_config)
+        unknown = set(config or {}) - set(merged) if merged else set()
+        if unknown:
+            raise TabzooInputError(
+                f"architecture {self.name!r} has no config keys {sorted(unknown)}; "
+                f"known keys are {sorted(merged)}."
+            )
+        merged.update(config or {})
+        return self.build(merged)
+
+    def estimator_class(self) -> Any:
+        """Import and return the estimator class, or raise when the plugin has none."""
+        if self.estimator is None:
+            raise TabzooInputError(f"architecture {self.name!r} ships no estimator.")
+        return resolve_object(self.estimator)
+
+
+@dataclass(frozen=True)
+class PriorSpec:
+    """A synthetic-data prior a plugin provides.
+
+    :param factory: ``factory(**config) -> prior``. For ``kind="episodes"`` the prior has
+        ``sample(batch_size, *, seed, device="cpu") -> EpisodeBatch``.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    kind: str = "episodes"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name(self.name, "prior")
+        if self.kind not in PRIOR_KINDS:
+            raise TabzooInputError(f"prior {self.name!r} has kind {self.kind!r}; use one of {PRIOR_KINDS}.")
+        if not callable(self.factory):
+            raise TabzooInputError(f"prior {self.name!r}: factory must be callable(**config).")
+
+    def create(self, **config: Any) -> Any:
+        """Instantiate the prior with ``config``."""
+        return self.factory(**config)
