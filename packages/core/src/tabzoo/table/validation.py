@@ -1,0 +1,152 @@
+"""Checks shared by :class:`~tabzoo.table.episode.Episode` and ``EpisodeBatch``.
+
+Each check raises one specific :class:`~tabzoo.errors.TabzooInputError` subclass whose message names
+the tensor, the row (and column) and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from tabzoo.table.errors import (
+    DTypeError,
+    InvalidLabelError,
+    InvalidTaskError,
+    InvalidValueError,
+    ShapeError,
+    SingleClassError,
+    UnseenLabelError,
+)
+
+__all__ = [
+    "TASKS",
+    "check_categorical",
+    "check_class_labels",
+    "check_finite_features",
+    "check_finite_labels",
+    "check_task",
+    "check_tensor",
+]
+
+TASKS = ("classification", "regression")
+
+
+def _where(mask: torch.Tensor) -> tuple[int, ...]:
+    """Index of the first True entry of ``mask``."""
+    return tuple(int(i) for i in torch.nonzero(mask)[0].tolist())
+
+
+def check_tensor(name: str, t: object, ndim: int, floating: bool = True) -> torch.Tensor:
+    """``t`` must be a tensor with ``ndim`` dims (and a floating dtype if ``floating``)."""
+    if not isinstance(t, torch.Tensor):
+        raise DTypeError(
+            f"{name} must be a torch.Tensor, got {type(t).__name__}; convert it with "
+            "torch.as_tensor(..., dtype=torch.float32) or use Episode.from_arrays"
+        )
+    if t.ndim != ndim:
+        raise ShapeError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+    if floating and not t.is_floating_point():
+        raise DTypeError(f"{name} has dtype {t.dtype}; it must be floating point, e.g. t.float()")
+    return t
+
+
+def check_task(task: object, n_classes: object, where: str = "") -> None:
+    """``task`` is classification (``n_classes >= 2``) or regression (``n_classes == 0``)."""
+    if task not in TASKS:
+        raise InvalidTaskError(f"{where}task {task!r} is not one of {TASKS}; pass one of them")
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int):
+        raise InvalidTaskError(f"{where}n_classes must be an int, got {n_classes!r}")
+    if task == "regression" and n_classes != 0:
+        raise InvalidTaskError(
+            f"{where}n_classes is {n_classes} for a regression task; use n_classes=0, or "
+            "task='classification'"
+        )
+    if task == "classification" and n_classes < 2:
+        raise InvalidTaskError(
+            f"{where}n_classes is {n_classes} for a classification task; it must be >= 2 (use "
+            "task='regression' for a continuous target)"
+        )
+
+
+def check_finite_labels(name: str, y: torch.Tensor, where: str = "") -> None:
+    """Every entry of ``y`` is finite; names the first NaN/inf row."""
+    bad = ~torch.isfinite(y)
+    if bool(bad.any()):
+        idx = _where(bad)
+        raise InvalidLabelError(
+            f"{where}{name} row {idx[-1]} is {float(y[idx])}; labels must be finite: drop that "
+            "row or impute its label"
+        )
+
+
+def check_finite_features(name: str, x: torch.Tensor, where: str = "") -> None:
+    """No ``inf`` in features (NaN means missing and is allowed)."""
+    bad = torch.isinf(x)
+    if bool(bad.any()):
+        idx = _where(bad)
+        raise InvalidValueError(
+            f"{where}{name} row {idx[-2]}, feature {idx[-1]} is {float(x[idx])}; features may be "
+            "NaN (missing) but not inf: clip it or replace it with NaN"
+        )
+
+
+def check_class_labels(name: str, y: torch.Tensor, n_classes: int, where: str = "") -> None:
+    """Classification labels are integers in ``0..n_classes-1``."""
+    bad = (y != torch.round(y)) | (y < 0) | (y >= n_classes)
+    if bool(bad.any()):
+        idx = _where(bad)
+        raise InvalidLabelError(
+            f"{where}{name} row {idx[-1]} is {float(y[idx])}; classification labels must be "
+            f"integer class indices in 0..{n_classes - 1}: encode labels as 0..K-1 (e.g. "
+            "np.unique(y, return_inverse=True)) and pass n_classes=K"
+        )
+
+
+def check_context_classes(y_context: torch.Tensor, y_query: torch.Tensor | None) -> None:
+    """At least two classes in the context, and every query label seen in the context."""
+    seen = torch.unique(y_context)
+    if seen.numel() < 2:
+        raise SingleClassError(
+            f"the context holds only class {int(seen[0])} (all {y_context.numel()} rows); a "
+            "classifier needs at least two classes: add context rows of another class"
+        )
+    if y_query is not None and y_query.numel():
+        unseen = ~torch.isin(y_query, seen)
+        if bool(unseen.any()):
+            j = _where(unseen)[0]
+            raise UnseenLabelError(
+                f"y_query row {j} has class {int(y_query[j])}, which no context row has; put "
+                "rows of that class into the context, or drop that query row"
+            )
+
+
+def check_categorical(
+    categorical: Sequence[int], x: torch.Tensor, n_features: int, where: str = ""
+) -> None:
+    """Categorical feature indices are unique ints in ``[0, n_features)``; their values are
+    non-negative integer codes or NaN. ``x`` is ``[rows, n_features]``."""
+    if not isinstance(categorical, tuple):
+        raise DTypeError(
+            f"{where}categorical must be a tuple of ints, got {type(categorical).__name__}"
+        )
+    for i in categorical:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_features:
+            raise InvalidValueError(
+                f"{where}categorical index {i!r} is not a feature index in [0, {n_features}); "
+                "list only existing feature columns"
+            )
+    if len(set(categorical)) != len(categorical):
+        raise InvalidValueError(
+            f"{where}categorical {categorical} repeats an index; list each once"
+        )
+    if categorical and x.numel():
+        v = x[:, list(categorical)]
+        bad = ~torch.isnan(v) & ((v < 0) | (v != torch.round(v)))
+        if bool(bad.any()):
+            r, c = _where(bad)
+            raise InvalidValueError(
+                f"{where}row {r}, categorical feature {categorical[c]} is {float(v[r, c])}; "
+                "categorical features hold integer codes >= 0 (NaN = missing): encode them"
+            )
