@@ -10,9 +10,18 @@ from importlib import import_module
 
 from tabzoo.errors import TabzooError
 
-# module path of each subcommand; each module defines ``add_parser(subparsers)`` which sets
-# ``func`` (args -> exit code) on its parser.
-COMMANDS: tuple[str, ...] = ("tabzoo.cli.plugins_cmd",)
+
+
+def command_modules() -> list[str]:
+    """Every ``tabzoo.cli.*_cmd`` module, sorted. Each defines ``add_parser(subparsers)``, which
+    sets ``func`` (args -> exit code) on its parser and imports heavy code only inside ``func``."""
+    import pkgutil
+
+    import tabzoo.cli as pkg
+
+    return sorted(
+        f"{pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if m.name.endswith("_cmd")
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tabzoo-core {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for path in COMMANDS:
+    for path in command_modules():
         import_module(path).add_parser(sub)
     return parser
 
