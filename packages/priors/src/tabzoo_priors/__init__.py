@@ -1,0 +1,40 @@
+"""tabzoo-priors: synthetic data priors for pretraining and controlled experiments.
+
+Episode priors (``sample(batch_size, *, seed, device) -> EpisodeBatch``): :class:`SCMPrior`,
+:class:`TreeSCMPrior`, :class:`MixturePrior`. Streaming: :class:`EpisodeStream`,
+:func:`make_dataloader`, :class:`Curriculum`. Multitask: :class:`MultiTabBench`,
+:class:`MMoEPrior`. NPT lookup: :class:`LookupPrior`. Relational: :class:`RelationalPrior`.
+Plots: :func:`plot_datasets`.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "SCMPrior": "scm", "TreeSCMPrior": "scm", "EpisodePrior": "scm",
+    "DatasetConfig": "config", "SCMConfig": "config", "TreeSCMConfig": "config",
+    "RawBatch": "_assemble", "MixturePrior": "mixture", "ACTIVATIONS": "activations",
+    "Curriculum": "sampler", "CurriculumStage": "sampler", "EpisodeStream": "sampler",
+    "make_dataloader": "sampler",
+    "MultiTabBench": "multitab", "MMoEPrior": "multitab", "MultiTaskData": "multitab",
+    "MultiTaskSplits": "multitab", "correlated_weights": "multitab",
+    "LookupPrior": "lookup", "LookupBatch": "lookup",
+    "RelationalPrior": "relational", "RelationalConfig": "relational",
+    "plot_datasets": "plot", "derive_seed": "_random",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:  # lazy: importing the package does not import torch
+    if name in _EXPORTS:
+        return getattr(import_module(f"tabzoo_priors.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'tabzoo_priors' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
