@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -20,7 +21,7 @@ nox.options.error_on_missing_interpreters = True
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
 # core first: a failure there explains the failures of the others.
 PACKAGES.sort(key=lambda p: (p != "core", p))
-nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["lint"]
+nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["third_party", "lint"]
 
 
 def _dist(package: str) -> str:
@@ -53,4 +54,48 @@ def tests(session: nox.Session, package: str) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over every package, the benchmarks and the examples."""
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "packages", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "packages", "benchmarks", "examples", "noxfile.py")
+
+
+@nox.session(venv_backend="none")
+def third_party(session: nox.Session) -> None:
+    """Core wheel + the example plugin, NON-editable, in a fresh venv; run the kit there."""
+    tmp = Path(session.create_tmp())
+    dist, venv = tmp / "dist", tmp / "venv-third-party"
+    shutil.rmtree(dist, ignore_errors=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("uv", "build", "packages/core", "--wheel", "--out-dir", str(dist), external=True)
+    (wheel,) = dist.glob("tabzoo_core-*.whl")
+    session.run("uv", "venv", "--python", "3.11", str(venv), external=True)
+    py = str(venv / "bin" / "python")
+    session.run(
+        "uv", "pip", "install", "--python", py, str(wheel), "./examples/tabzoo-example-plugin", "pytest",
+        external=True,
+    )
+    session.run(str(venv / "bin" / "tabzoo"), "conformance", "example", external=True)
+    session.run(
+        py, "-m", "pytest", "examples/tabzoo-example-plugin/tests", "-q", "-p", "no:cacheprovider",
+        external=True,
+    )
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Every workspace package in one venv; the kit over every installed plugin."""
+    _sync(session, "--all-packages")
+    session.run("tabzoo", "conformance", "all", *session.posargs)
+
+
+@nox.session
+def typing(session: nox.Session) -> None:
+    """mypy over the core's sources."""
+    _sync(session, "--package=tabzoo-core", "--group=test")
+    session.install("mypy>=1.11")
+    session.run("mypy", "packages/core/src/tabzoo", "--ignore-missing-imports", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmarks that need only the workspace; each prints JSON (pass --out via posargs)."""
+    _sync(session, "--all-packages")
+    session.run("python", "benchmarks/kernels.py", *session.posargs)

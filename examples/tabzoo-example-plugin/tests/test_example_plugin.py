@@ -1,0 +1,28 @@
+"""The plugin's own tests: it is discovered, it predicts sensibly untrained, it passes the kit."""
+
+from __future__ import annotations
+
+import torch
+from tabzoo.testing import parametrize_with_checks
+from tabzoo_example_plugin.conformance import example_case
+from tabzoo_example_plugin.model import KNNAttentionClassifier
+
+
+@parametrize_with_checks([example_case()])
+def test_conformance(case, check):
+    check(case)
+
+
+def test_nearest_neighbour_wins() -> None:
+    model = KNNAttentionClassifier(max_features=2, max_classes=3, temperature=0.05).eval()
+    x = torch.tensor([[[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0], [5.1, 4.9], [-4.9, 5.2]]])
+    y = torch.tensor([[0.0, 1.0, 2.0]])
+    assert model(x, y).argmax(-1).tolist() == [[1, 2]]
+
+
+def test_plugin_registers_through_the_entry_point() -> None:
+    from tabzoo.plugins import get_architecture, list_conformance_cases
+
+    spec = get_architecture("example_knn")
+    assert "query_independence" in spec.capabilities
+    assert "example" in [c.name for c in list_conformance_cases()]

@@ -1,0 +1,35 @@
+"""Reading expected-failure files: ``{case: {check: reason}}`` as JSON or TOML (torch-free)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from tabzoo.errors import TabzooInputError
+
+
+def load_xfails(path: str | Path | None) -> dict[str, dict[str, str]]:
+    """Parse an xfails file; every entry needs a non-empty reason.
+
+    :raises TabzooInputError: when the file is missing, unparsable or malformed.
+    """
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TabzooInputError(f"cannot read the xfails file {p}: {exc}; pass an existing JSON or TOML file.") from exc
+    try:
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise TabzooInputError(f"the xfails file {p} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}.") from exc
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and all(isinstance(r, str) and r.strip() for r in v.values()) for v in data.values()
+    ):
+        raise TabzooInputError(
+            f"the xfails file {p} must map case -> check -> reason (a non-empty string), e.g. "
+            '{"tabflex": {"query_independence": "why it fails"}}.'
+        )
+    return {str(c): {str(k): str(r) for k, r in v.items()} for c, v in data.items()}

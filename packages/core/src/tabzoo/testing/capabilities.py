@@ -1,0 +1,118 @@
+"""The capability vocabulary: the properties a model can claim, one string each.
+
+A plugin declares the properties its model has, e.g. in its
+:class:`~tabzoo.plugins.ArchitectureSpec` and :class:`~tabzoo.testing.ConformanceCase`::
+
+    from tabzoo.testing import capabilities as cap
+
+    capabilities = cap.IN_CONTEXT_DEFAULTS | {cap.LINEAR_IN_ROWS}
+
+Each property string is also the name of the check that verifies it (``check_<name>`` in
+:mod:`tabzoo.testing.checks`), so a test id ``"tabflex-query_independence"`` reads as
+"case tabflex, property query independence". Markers (:data:`IN_CONTEXT`,
+:data:`ROW_ATTENTION`, :data:`RELATIONAL`) describe the kind of model and run no check.
+
+This module imports nothing heavy (no torch), so the pytest plugin can use it at load.
+"""
+
+from __future__ import annotations
+
+# -- markers: what kind of model (no check of their own) ----------------------------------
+IN_CONTEXT = "in_context"
+"""An in-context model: ``model(x [B, N, F], y_context [B, n_context]) -> [B, N - n_context, n_out]``."""
+ROW_ATTENTION = "row_attention"
+"""A model that attends across all rows (NPT, MultiTab inter-sample attention)."""
+RELATIONAL = "relational"
+"""A model over a :class:`~tabzoo.table.RelationalDatabase` (Ramba)."""
+
+# -- properties of in-context models -----------------------------------------------------
+CONTEXT_ORDER_INVARIANCE = "context_order_invariance"
+"""Permuting context rows (with their labels) leaves the query outputs unchanged."""
+QUERY_EQUIVARIANCE = "query_equivariance"
+"""Permuting query rows permutes the query outputs the same way."""
+QUERY_INDEPENDENCE = "query_independence"
+"""Changing query row ``j`` leaves the output of every query row ``i != j`` unchanged."""
+NO_CONTEXT_QUERY_LEAK = "no_context_query_leak"
+"""Context-row representations do not depend on query rows (proven on masks, then numerically)."""
+LABEL_LEAK = "label_leak"
+"""Free of label leaks: changing query labels or masked target values changes nothing."""
+
+# -- properties of row-attention and relational models -----------------------------------
+ROW_EQUIVARIANCE = "row_equivariance"
+"""Permuting all rows (with their labels and query flags) permutes the outputs the same way."""
+TIME_CAUSALITY = "time_causality"
+"""Rows later than the seed time, and labels not yet available at it, change nothing."""
+INPUT_ORDER_INVARIANCE = "input_order_invariance"
+"""Shuffling the stored row order of any table of a database changes nothing."""
+
+# -- linear scaling, one capability per axis ---------------------------------------------
+LINEAR_IN_ROWS = "linear_in_rows"
+LINEAR_IN_FEATURES = "linear_in_features"
+LINEAR_IN_SEQUENCE = "linear_in_sequence"
+SCALING_AXES: dict[str, str] = {
+    LINEAR_IN_ROWS: "rows",
+    LINEAR_IN_FEATURES: "features",
+    LINEAR_IN_SEQUENCE: "sequence",
+}
+"""Linear-scaling capability -> axis name. FLOPs and peak memory must grow with slope <= 1.15."""
+
+# -- engineering properties --------------------------------------------------------------
+KERNEL_EQUIVALENCE = "kernel_equivalence"
+"""Every registered backend of the ops the model uses matches the reference (outputs and gradients)."""
+DETERMINISM = "determinism"
+"""The same seed gives the same output, whatever the global RNG state."""
+CHECKPOINT_ROUNDTRIP = "checkpoint_roundtrip"
+"""save_checkpoint -> load_model gives a model with identical outputs."""
+BAD_INPUT = "bad_input"
+"""Every invalid input class raises TabzooInputError with a message naming the fix."""
+
+MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL})
+PROPERTIES: tuple[str, ...] = (
+    CONTEXT_ORDER_INVARIANCE,
+    QUERY_EQUIVARIANCE,
+    QUERY_INDEPENDENCE,
+    NO_CONTEXT_QUERY_LEAK,
+    LABEL_LEAK,
+    ROW_EQUIVARIANCE,
+    TIME_CAUSALITY,
+    INPUT_ORDER_INVARIANCE,
+    LINEAR_IN_ROWS,
+    LINEAR_IN_FEATURES,
+    LINEAR_IN_SEQUENCE,
+    KERNEL_EQUIVALENCE,
+    DETERMINISM,
+    CHECKPOINT_ROUNDTRIP,
+    BAD_INPUT,
+)
+"""Every checkable property, in the order the kit runs them."""
+ALL: frozenset[str] = MARKERS | frozenset(PROPERTIES)
+
+UNIVERSAL: frozenset[str] = frozenset({DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, LABEL_LEAK, NO_CONTEXT_QUERY_LEAK})
+"""Properties §4 of the design requires of every model: the kit runs them for every case with a
+model, declared or not. A model that cannot have one lists it in ``expected_failed_checks`` with
+a reason (or the check reports ``skipped`` when the case's protocol gives it nothing to test)."""
+
+IN_CONTEXT_DEFAULTS: frozenset[str] = frozenset(
+    {IN_CONTEXT, CONTEXT_ORDER_INVARIANCE, QUERY_EQUIVARIANCE, QUERY_INDEPENDENCE} | UNIVERSAL
+)
+"""What a strict in-context model (TabPFN-style, query rows read only context) claims."""
+ROW_ATTENTION_DEFAULTS: frozenset[str] = frozenset({ROW_ATTENTION, ROW_EQUIVARIANCE, QUERY_EQUIVARIANCE} | UNIVERSAL)
+RELATIONAL_DEFAULTS: frozenset[str] = frozenset(
+    {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP}
+)
+
+
+def validate(capabilities: frozenset[str] | set[str] | tuple[str, ...]) -> frozenset[str]:
+    """Return ``capabilities`` as a frozenset; raise on a name outside the vocabulary.
+
+    :raises TabzooInputError: naming the unknown entries and the known ones.
+    """
+    from tabzoo.errors import TabzooInputError
+
+    caps = frozenset(capabilities)
+    unknown = sorted(caps - ALL)
+    if unknown:
+        raise TabzooInputError(
+            f"unknown capabilities {unknown}; use names from tabzoo.testing.capabilities: {sorted(ALL)}."
+        )
+    return caps

@@ -1,0 +1,241 @@
+"""What the kit checks (:class:`ConformanceCase`) and what it reports (:class:`CheckResult`).
+
+A case bundles a small config, the callables under test and the capabilities claimed. Three
+*protocols* cover the architectures of tabzoo; the kit generates inputs for them itself:
+
+``"in-context"`` (TabFlex, ORION-MSP, the example plugin)
+    ``forward(model, x, y, n_context) -> [B, N - n_context, ...]`` with ``x [B, N, F]`` float32
+    (context rows first), ``y [B, N]`` the labels of ALL rows (query labels included, so a
+    label leak can be detected) and ``n_context`` an int. The default forward is the in-context
+    protocol ``model(x, y[:, :n_context])``.
+``"rows"`` (NPT, MultiTab inter-sample attention)
+    ``forward(model, x, y, query_mask) -> [B, N, ...]`` with ``query_mask [B, N]`` bool
+    (``True`` = this row's target is masked and must not be read). Default:
+    ``model(x, y, query_mask)``.
+``"relational"`` (Ramba)
+    ``forward(model, db, seeds) -> [n_seeds, ...]`` with ``db`` a
+    :class:`~tabzoo.table.RelationalDatabase` and ``seeds`` a list of
+    ``(table, primary_key, timestamp)``: predict the ``target`` column of these rows at these
+    times. ``make_database(seed) -> (db, seeds)`` may replace the kit's generated database.
+
+Everything else is optional and only sharpens the checks; e.g. ``masks`` lets the kit prove
+leak-freeness statically with :func:`tabzoo.masks.leaks` before it checks numerically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabzoo.errors import TabzooInputError
+from tabzoo.testing import capabilities as cap
+
+PROTOCOLS = ("in-context", "rows", "relational")
+STATUSES = ("passed", "failed", "xfail", "skipped", "error")
+
+# (atol, rtol) per dtype name; the kit multiplies both by ``ConformanceCase.tol_scale``.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-10, 1e-10),
+    "float32": (1e-5, 1e-5),
+    "float16": (2e-3, 2e-3),
+    "bfloat16": (1e-2, 1e-2),
+}
+
+
+@dataclass(frozen=True)
+class ScalingAxis:
+    """How to grow one input axis for a linear-scaling check.
+
+    :param make_inputs: ``make_inputs(n, seed) -> tuple``: the positional arguments after
+        ``model`` of the case's forward, with the axis at size ``n``.
+    :param base_n: smallest size; the check runs ``n, 2n, 4n, 8n``.
+    :param make_model: ``make_model(n, seed) -> model`` when the model's shape depends on ``n``
+        (e.g. ``max_features``); by default ``case.make_model(seed)``.
+    :param cost: ``cost(n) -> float | Cost``, analytic FLOPs of one forward at size ``n``
+        (typically a sum of ``Backend.cost(inputs).flops`` of the ops called). By default the
+        FLOPs are counted with :class:`torch.utils.flop_counter.FlopCounterMode`.
+    """
+
+    make_inputs: Callable[[int, int], tuple[Any, ...]]
+    base_n: int = 64
+    make_model: Callable[[int, int], Any] | None = None
+    cost: Callable[[int], Any] | None = None
+
+
+@dataclass(frozen=True)
+class ConformanceCase:
+    """One model configuration held to the properties it claims.
+
+    :param name: case name, used in test ids ``"<name>-<check>"`` and by ``--tabzoo-conformance``.
+    :param make_model: ``make_model(seed) -> model``: build a SMALL model (any callable; an
+        ``nn.Module`` is put in eval mode). ``None`` for cases that only test kernels.
+    :param capabilities: names from :mod:`tabzoo.testing.capabilities`.
+    :param config: the small config ``make_model`` uses; stored in checkpoints (JSON-able).
+    :param protocol: ``"in-context"``, ``"rows"`` or ``"relational"`` (see the module doc).
+    :param forward: the call under test; ``None`` = the protocol's default.
+    :param context_repr: ``context_repr(model, x, y, n_context) -> [B, n_context, ...]``, the
+        representations of context rows, for the numeric no-context<-query-leak check.
+    :param masks: ``masks(n_context, n_rows) -> list[Mask]``, the attention masks of the stack
+        (first layer first) over row positions, for the static leak proofs.
+    :param n_features: feature count of generated inputs (keep within the model's maximum).
+    :param n_classes: classes of generated labels (``0`` = regression, values ~ N(0, 1)).
+    :param max_rows: the largest row count the kit generates.
+    :param scaling_axes: capability (e.g. ``LINEAR_IN_ROWS``) -> :class:`ScalingAxis` or
+        ``(make_inputs, base_n)``. In-context cases get a default rows axis.
+    :param bad_inputs: ``bad_inputs(model) -> iterable of (description, thunk)``; each thunk
+        must raise :class:`~tabzoo.errors.TabzooInputError`. ``None`` = the protocol's defaults.
+    :param kernel_ops: ops whose backends the kernel-equivalence check compares (``None`` = all).
+    :param kernel_inputs: extra input generators ``op -> fn(seed, dtype, device) -> dict``.
+    :param make_database: relational only: ``make_database(seed) -> (db, seeds)``.
+    :param target: relational only: ``(table, column)`` the model predicts.
+    :param horizon: relational only: a label at time ``t`` is available from ``t + horizon``.
+    :param dtype: ``"float32"`` (default), ``"bfloat16"``, ...: the dtype of generated inputs.
+    :param tol_scale: multiplies the dtype tolerances of :data:`TOLERANCES`.
+    :param device: where the model and inputs live.
+    :param expected_failures: ``{check: reason}``: checks known to fail, each with its reason
+        (reported as ``xfail``; the reason is mandatory, as in scikit-learn).
+    :param description: one line for reports.
+    """
+
+    name: str
+    make_model: Callable[[int], Any] | None = None
+    capabilities: frozenset[str] = frozenset()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    protocol: str = "in-context"
+    forward: Callable[..., Any] | None = None
+    context_repr: Callable[..., Any] | None = None
+    masks: Callable[[int, int], list[Any]] | None = None
+    n_features: int = 4
+    n_classes: int = 3
+    max_rows: int = 24
+    scaling_axes: Mapping[str, Any] = field(default_factory=dict)
+    bad_inputs: Callable[[Any], Iterable[tuple[str, Callable[[], Any]]]] | None = None
+    kernel_ops: tuple[str, ...] | None = None
+    kernel_inputs: Mapping[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
+    make_database: Callable[[int], tuple[Any, list[tuple[str, Any, Any]]]] | None = None
+    target: tuple[str, str] | None = None
+    horizon: float = 0.0
+    dtype: str = "float32"
+    tol_scale: float = 1.0
+    device: str = "cpu"
+    expected_failures: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or any(c.isspace() for c in self.name):
+            raise TabzooInputError(
+                f"conformance case name {self.name!r} is invalid: use a short name without spaces, e.g. 'my_model'."
+            )
+        if self.protocol not in PROTOCOLS:
+            raise TabzooInputError(f"case {self.name!r}: protocol {self.protocol!r} is not one of {PROTOCOLS}.")
+        if self.dtype not in TOLERANCES:
+            raise TabzooInputError(f"case {self.name!r}: dtype {self.dtype!r}; use one of {sorted(TOLERANCES)}.")
+        object.__setattr__(self, "capabilities", cap.validate(self.capabilities))
+        axes = {}
+        for key, value in dict(self.scaling_axes).items():
+            if key not in cap.SCALING_AXES:
+                raise TabzooInputError(
+                    f"case {self.name!r}: scaling axis {key!r} unknown; use one of {sorted(cap.SCALING_AXES)}."
+                )
+            axes[key] = value if isinstance(value, ScalingAxis) else ScalingAxis(*value)
+        object.__setattr__(self, "scaling_axes", axes)
+        for check, reason in dict(self.expected_failures).items():
+            if check not in cap.PROPERTIES or not isinstance(reason, str) or not reason.strip():
+                raise TabzooInputError(
+                    f"case {self.name!r}: expected_failures needs {{check: reason}} with a check from "
+                    f"{list(cap.PROPERTIES)} and a non-empty reason; got {check!r}: {reason!r}."
+                )
+
+    # -- helpers the checks use --------------------------------------------------------------
+    def tolerance(self, scale: float = 1.0) -> tuple[float, float]:
+        """``(atol, rtol)`` for this case's dtype, scaled by ``tol_scale * scale``."""
+        atol, rtol = TOLERANCES[self.dtype]
+        s = self.tol_scale * scale
+        return atol * s, rtol * s
+
+    def build(self, seed: int) -> Any:
+        """``make_model(seed)`` on ``device``, in eval mode when it is an ``nn.Module``."""
+        if self.make_model is None:
+            raise TabzooInputError(f"case {self.name!r} has no make_model; this check needs a model.")
+        model = self.make_model(seed)
+        if hasattr(model, "eval") and hasattr(model, "to"):
+            model = model.to(self.device).eval()
+        return model
+
+    def call(self, model: Any, *args: Any) -> Any:
+        """Run the case's forward (or the protocol's default) on ``args``."""
+        if self.forward is not None:
+            return self.forward(model, *args)
+        if self.protocol == "in-context":
+            x, y, n_context = args
+            return model(x, y[:, :n_context])
+        return model(*args)
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check on one case.
+
+    :param check: the property checked (a capability name).
+    :param case: the case name.
+    :param status: ``"passed"``, ``"failed"``, ``"xfail"``, ``"skipped"`` or ``"error"``.
+    :param discrepancy: how far the property was from holding (max abs difference, slope, ...).
+    :param tolerance: what ``discrepancy`` had to stay within (``None`` when not numeric).
+    :param reproducer: minimal failing example: ``seed``, ``sizes``, ``permutation``, ...
+    :param message: one readable sentence naming the property and by how much it failed.
+    :param details: extra measurements (e.g. the wall-time slope of the scaling check).
+    """
+
+    check: str
+    case: str
+    status: str
+    discrepancy: float | None = None
+    tolerance: float | None = None
+    reproducer: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True unless the check failed or errored without being expected to."""
+        return self.status in ("passed", "xfail", "skipped")
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-able dict with stable keys (non-finite numbers become strings)."""
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return str(v)
+            if isinstance(v, dict):
+                return {str(k): clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            if isinstance(v, (str, int, float, bool)) or v is None:
+                return v
+            return repr(v)
+
+        return clean(
+            {
+                "case": self.case,
+                "check": self.check,
+                "status": self.status,
+                "discrepancy": self.discrepancy,
+                "tolerance": self.tolerance,
+                "reproducer": self.reproducer,
+                "message": self.message,
+                "details": self.details,
+            }
+        )
+
+    def __str__(self) -> str:
+        return f"{self.case}-{self.check}: {self.status.upper()} {self.message}".rstrip()
+
+
+class ConformanceError(AssertionError):
+    """Raised by ``check_conformance(on_fail="raise")``; ``.results`` holds every result."""
+
+    def __init__(self, message: str, results: list[CheckResult]) -> None:
+        super().__init__(message)
+        self.results = results

@@ -1,0 +1,117 @@
+"""The conformance kit as a pytest plugin (entry point ``pytest11``: ``tabzoo``).
+
+Inert unless ``--tabzoo-conformance=NAME|all`` is given; then every check of every selected
+installed case becomes a test item with id ``<case>-<check>``::
+
+    pytest --tabzoo-conformance=all                     # every installed plugin's cases
+    pytest --tabzoo-conformance=example --tabzoo-max-examples=25 --tabzoo-xfails=xfails.toml
+
+Options: ``--tabzoo-max-examples N`` (default 10), ``--tabzoo-device DEV`` (default: the
+case's), ``--tabzoo-seed S``, ``--tabzoo-xfails FILE`` (JSON or TOML ``case -> check -> reason``;
+those checks are marked xfail with the reason). Loading this module imports neither torch nor
+hypothesis; they load only when checks run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+OPTION = "--tabzoo-conformance"
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("tabzoo", "tabzoo conformance kit")
+    group.addoption(OPTION, dest="tabzoo_conformance", default=None, metavar="NAME|all",
+                    help="run the conformance checks of the installed case(s) NAME (comma-separated) or all")
+    group.addoption("--tabzoo-max-examples", dest="tabzoo_max_examples", type=int, default=10, metavar="N",
+                    help="examples per property check (default 10)")
+    group.addoption("--tabzoo-device", dest="tabzoo_device", default=None, metavar="DEV",
+                    help="device for models and inputs, e.g. cuda (default: each case's own)")
+    group.addoption("--tabzoo-seed", dest="tabzoo_seed", type=int, default=0, metavar="S", help="base seed (default 0)")
+    group.addoption("--tabzoo-xfails", dest="tabzoo_xfails", default=None, metavar="FILE",
+                    help="JSON or TOML file mapping case -> check -> reason: expected failures")
+
+
+def _selector(config: Any) -> str | None:
+    return config.getoption("tabzoo_conformance", None)
+
+
+def pytest_report_header(config: Any) -> list[str] | None:
+    """Name tabzoo-core, the plugins and the kernel backends when the kit is active."""
+    if not _selector(config):
+        return None
+    from tabzoo import __version__
+    from tabzoo.plugins import list_plugins
+
+    plugins = ", ".join(
+        f"{r.name} ({r.distribution} {r.version}{'' if r.loaded else ', not loaded'})" for r in list_plugins()
+    ) or "none"
+    try:
+        from tabzoo.kernels import list_backends
+
+        backends = ", ".join(f"{b.op}/{b.name}" for b in list_backends()) or "none"
+    except Exception as exc:  # noqa: BLE001 - a header must never break the run
+        backends = f"unavailable ({type(exc).__name__}: {exc})"
+    return [
+        f"tabzoo conformance: {_selector(config)} (max examples {config.getoption('tabzoo_max_examples')})",
+        f"tabzoo-core {__version__}; plugins: {plugins}",
+        f"kernel backends: {backends}",
+    ]
+
+
+class ConformanceFailure(AssertionError):
+    """A check failed; the message carries the reproducer."""
+
+
+class ConformanceItem(pytest.Item):
+    """One (case, check) pair."""
+
+    def __init__(self, *, case: Any, check: str, seed: int, max_examples: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.case, self.check, self.seed, self.max_examples = case, check, seed, max_examples
+
+    def runtest(self) -> None:
+        from tabzoo.testing.runner import run_check
+
+        result = run_check(self.case, self.check, seed=self.seed, max_examples=self.max_examples)
+        self.user_properties.append(("tabzoo_result", result.as_dict()))
+        if result.status == "skipped":
+            pytest.skip(f"{self.check}: {result.message}")
+        if result.status in ("failed", "error"):
+            raise ConformanceFailure(f"{result}\nreproducer: {result.reproducer}")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "tabzoo-conformance", None, self.name
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    """Add one :class:`ConformanceItem` per (selected case, check) when the kit is active."""
+    selector = _selector(config)
+    if not selector:
+        return
+    import dataclasses
+
+    from tabzoo.testing._xfails import load_xfails
+    from tabzoo.testing.runner import _expected_for, checks_for, find_cases
+
+    device = config.getoption("tabzoo_device")
+    xfails = load_xfails(config.getoption("tabzoo_xfails"))
+    for case in find_cases(selector):
+        if device:
+            case = dataclasses.replace(case, device=device)
+        expected = _expected_for(case, xfails)
+        for check in checks_for(case):
+            item = ConformanceItem.from_parent(
+                session, name=f"{case.name}-{check}", case=case, check=check,
+                seed=config.getoption("tabzoo_seed"), max_examples=config.getoption("tabzoo_max_examples"),
+            )
+            if check in expected:
+                item.add_marker(pytest.mark.xfail(reason=expected[check], strict=False))
+            items.append(item)
