@@ -1,0 +1,252 @@
+"""scikit-learn estimators for in-context models: fit stores the context, predict runs the model.
+
+A plugin subclasses :class:`InContextClassifier` or :class:`InContextRegressor` and provides
+``_load_model(self) -> nn.Module`` (e.g. from a checkpoint shipped as package data), and
+optionally the class attributes ``max_features`` / ``max_classes`` (otherwise the model's own
+attributes of those names are used)::
+
+    class MyClassifier(InContextClassifier):
+        def _load_model(self):
+            return load_model(pretrained_path("my_pkg", "default"))
+
+There is no gradient training in ``fit``: the preprocessed training rows become the context of
+every prediction. Query rows are processed ``chunk_size`` at a time, all ensemble members of a
+chunk in one forward pass ``[n_estimators, n_context + chunk, features]``, so memory is bounded
+by ``chunk_size`` whatever the size of the test set.
+
+Ensembling: member 0 sees the features in their original order; the others see random feature
+permutations (seeded by ``random_state``) and, for classifiers, rotated class indices. The
+classifier averages the members' probabilities (``average="probabilities"``, default) or their
+logits (``average="logits"``, a geometric mean, then re-normalised); the regressor averages the
+members' predicted values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.preprocessing import EnsembleMember, TabularPreprocessor, make_members
+from tabzoo.estimators.sk import (
+    BaseEstimator,
+    check_input_array,
+    check_is_fitted,
+    check_n_features_and_names,
+    require_y,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["InContextEstimator", "resolve_device"]
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` is ``cuda`` when a GPU is available, else ``cpu``; anything else is passed on."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise TabzooInputError(f"device {device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'.") from exc
+
+
+class InContextEstimator(BaseEstimator):
+    """Shared machinery of :class:`InContextClassifier` and :class:`InContextRegressor`.
+
+    :param n_estimators: ensemble members (feature shuffles, and class shifts for classifiers).
+    :param chunk_size: query rows per forward pass; bounds the memory of ``predict``.
+    :param device: ``"auto"`` (cuda if available, else cpu), ``"cpu"``, ``"cuda:0"``, ...
+    :param random_state: seed of the ensemble members.
+    :param verbose: show a tqdm progress bar over chunks (needs ``tqdm``).
+    """
+
+    #: the most features / classes the model takes; ``None`` asks the model's attributes.
+    max_features: int | None = None
+    max_classes: int | None = None
+
+    def __init__(
+        self,
+        n_estimators: int = 4,
+        chunk_size: int = 1024,
+        device: str = "auto",
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.chunk_size = chunk_size
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- hooks for subclasses ----------------------------------------------------------------
+    def _load_model(self) -> torch.nn.Module:
+        """Return the in-context model (``model(x, y_context) -> logits``); subclasses override."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement _load_model(self) -> nn.Module, e.g. "
+            "return tabzoo.checkpoint.load_model(pretrained_path('my_pkg', 'default'))."
+        )
+
+    def _model_limit(self, name: str) -> int | None:
+        own = getattr(type(self), name, None)
+        if own is not None:
+            return int(own)
+        value = getattr(self.model_, name, None)
+        return int(value) if isinstance(value, int | np.integer) else None
+
+    # -- shared fit / predict steps ----------------------------------------------------------
+    def _fit_context(self, X: Any, y: Any) -> np.ndarray:
+        """Validate ``X``, fit the preprocessing and load the model. Returns the encoded X."""
+        require_y(self, y)
+        if isinstance(self.n_estimators, bool) or not isinstance(self.n_estimators, int | np.integer) or self.n_estimators < 1:
+            raise TabzooInputError(f"n_estimators must be a positive int, got {self.n_estimators!r}.")
+        if not isinstance(self.chunk_size, int | np.integer) or self.chunk_size < 1:
+            raise TabzooInputError(f"chunk_size must be a positive int, got {self.chunk_size!r}.")
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=True)
+        self.preprocessor_ = TabularPreprocessor().fit(X)
+        self.device_ = str(resolve_device(self.device))
+        self.model_ = self._load_model().to(self.device_).eval()
+        return self.preprocessor_.transform(X)
+
+    def _transform_query(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "preprocessor_")
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=False)
+        return self.preprocessor_.transform(X)
+
+    def _make_members(self, n_features: int, n_classes: int) -> list[EnsembleMember]:
+        max_features = self._model_limit("max_features")
+        if max_features is not None and n_features > max_features:
+            logger.info(
+                "%s: %d features but the model takes %d; each ensemble member uses a random subset.",
+                type(self).__name__, n_features, max_features,
+            )
+        seed = 0 if self.random_state is None else int(self.random_state)
+        return make_members(int(self.n_estimators), n_features, n_classes, seed, max_features)
+
+    def _chunks(self, n_query: int) -> Iterator[slice]:
+        size = int(self.chunk_size)
+        starts = range(0, n_query, size)
+        if self.verbose:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # pragma: no cover - tqdm is an optional extra
+                logger.warning("verbose=True needs tqdm (pip install tabzoo-core[progress]).")
+            else:
+                starts = tqdm(starts, desc=f"{type(self).__name__}.predict", unit="chunk")
+        for start in starts:
+            yield slice(start, min(start + size, n_query))
+
+    def _forward(self, x_query: np.ndarray, y_context: list[np.ndarray]) -> Iterator[tuple[slice, torch.Tensor]]:
+        """Run every member on every chunk of query rows.
+
+        :param x_query: ``[n_query, n_features]`` preprocessed query rows.
+        :param y_context: per member, the context labels it shows the model, ``[n_context]``.
+        :returns: per chunk, its slice and the logits ``[n_members, chunk, n_out]`` (float32, cpu).
+        """
+        dev = torch.device(self.device_)
+        ctx = torch.from_numpy(self.X_context_)
+        pad = self._model_limit("max_features")
+        feats = [torch.tensor(m.features, dtype=torch.long) for m in self.members_]
+        width = max(len(f) for f in feats) if pad is None else max(pad, max(len(f) for f in feats))
+        ctx_m = torch.zeros(len(feats), ctx.shape[0], width)
+        for i, f in enumerate(feats):
+            ctx_m[i, :, : len(f)] = ctx[:, f]
+        ctx_m = ctx_m.to(dev)
+        y_m = torch.from_numpy(np.stack(y_context).astype(np.float32)).to(dev)
+        xq = torch.from_numpy(x_query)
+        for sl in self._chunks(xq.shape[0]):
+            q = torch.zeros(len(feats), sl.stop - sl.start, width)
+            for i, f in enumerate(feats):
+                q[i, :, : len(f)] = xq[sl][:, f]
+            x = torch.cat([ctx_m, q.to(dev)], dim=1)
+            with torch.inference_mode():
+                out = self.model_(x, y_m)
+            if out.dim() == 2:
+                out = out.unsqueeze(-1)
+            if out.shape[:2] != (len(feats), sl.stop - sl.start):
+                raise TabzooInputError(
+                    f"the model returned shape {tuple(out.shape)} for {sl.stop - sl.start} query rows and "
+                    f"{len(feats)} members; an in-context model must return [batch, n_query, n_out]."
+                )
+            yield sl, out.float().cpu()
+
+    # -- pickle-free save / load -------------------------------------------------------------
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def save(self, path: str | Path) -> Path:
+        """Save the fitted estimator (params, preprocessing, context, model weights) pickle-free.
+
+        Writes ``<path>.safetensors`` + ``<path>.json`` (fitted state, via
+        :func:`tabzoo.checkpoint.save_state`) and ``<path>.model.safetensors`` + ``.json`` (the
+        model, via :func:`tabzoo.checkpoint.save_checkpoint`). Returns the stem.
+        """
+        from tabzoo.checkpoint import save_checkpoint, save_state
+
+        check_is_fitted(self, "preprocessor_")
+        stem = Path(path)
+        if stem.suffix in {".json", ".safetensors"}:
+            stem = stem.with_suffix("")
+        params = self.get_params(deep=False)
+        state = {
+            "params": params,
+            "preprocessor": self.preprocessor_.state_dict(),
+            "X_context": self.X_context_,
+            "members": [{"features": list(m.features), "class_shift": m.class_shift} for m in self.members_],
+            "n_features_in": int(self.n_features_in_),
+            "feature_names_in": [str(n) for n in getattr(self, "feature_names_in_", [])] or None,
+            "extra": self._extra_state(),
+        }
+        cls = type(self)
+        save_state(stem, state, extra={"estimator": f"{cls.__module__}:{cls.__qualname__}"})
+        save_checkpoint(
+            stem.with_name(stem.name + ".model"),
+            self.model_,
+            architecture=str(getattr(self.model_, "architecture", type(self.model_).__name__)),
+            config=dict(getattr(self.model_, "config", {}) or {}),
+            extra={"estimator": f"{cls.__module__}:{cls.__qualname__}"},
+        )
+        return stem
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
+        """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
+        from tabzoo.checkpoint import load_checkpoint, load_state
+        from tabzoo.errors import CheckpointError
+
+        stem = Path(path)
+        if stem.suffix in {".json", ".safetensors"}:
+            stem = stem.with_suffix("")
+        state = load_state(stem)
+        params = dict(state["params"])
+        if device is not None:
+            params["device"] = device
+        est = cls(**params)
+        est.preprocessor_ = TabularPreprocessor.from_state_dict(state["preprocessor"])
+        est.X_context_ = np.ascontiguousarray(state["X_context"], dtype=np.float32)
+        est.members_ = [EnsembleMember(tuple(m["features"]), int(m["class_shift"])) for m in state["members"]]
+        est.n_features_in_ = int(state["n_features_in"])
+        if state.get("feature_names_in"):
+            est.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
+        est._set_extra_state(state["extra"])
+        est.device_ = str(resolve_device(est.device))
+        model = est._load_model()
+        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"))
+        missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
+        if missing or unexpected:
+            raise CheckpointError(
+                f"{stem}.model does not fit the model of {cls.__name__}: missing {list(missing)[:5]}, "
+                f"unexpected {list(unexpected)[:5]}. Load it with the class that saved it."
+            )
+        est.model_ = model.to(est.device_).eval()
+        return est

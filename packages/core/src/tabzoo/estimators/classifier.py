@@ -1,0 +1,183 @@
+"""In-context classifier base and regressor base (see :mod:`tabzoo.estimators.base`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.base import InContextEstimator
+from tabzoo.estimators.sk import (
+    ClassifierMixin,
+    RegressorMixin,
+    check_is_fitted,
+    classification_labels,
+    regression_targets,
+)
+
+__all__ = ["InContextClassifier", "InContextRegressor"]
+
+_AVERAGES = ("probabilities", "logits")
+
+
+def _tags(tags: Any) -> Any:
+    tags.input_tags.allow_nan = True
+    tags.non_deterministic = False
+    return tags
+
+
+class InContextClassifier(ClassifierMixin, InContextEstimator):
+    """scikit-learn classifier around an in-context model (no gradient training in ``fit``).
+
+    :param n_estimators: ensemble members (feature permutations and class rotations).
+    :param average: ``"probabilities"`` averages the members' softmax outputs (default);
+        ``"logits"`` averages their log-probabilities, then re-normalises.
+    :param chunk_size: query rows per forward pass.
+    :param device: ``"auto"`` | ``"cpu"`` | ``"cuda"`` ...
+    :param random_state: seed of the ensemble members.
+    :param verbose: tqdm progress bar over chunks.
+
+    ``classes_`` holds the sorted distinct labels of any type; the model sees indices
+    ``0..n_classes-1``, rotated per member. More classes than ``max_classes`` (of the class or
+    of the model) raise :class:`TabzooInputError` unless a subclass overrides
+    :meth:`_check_n_classes`.
+    """
+
+    def __init__(
+        self,
+        n_estimators: int = 4,
+        average: str = "probabilities",
+        chunk_size: int = 1024,
+        device: str = "auto",
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ) -> None:
+        super().__init__(
+            n_estimators=n_estimators, chunk_size=chunk_size, device=device,
+            random_state=random_state, verbose=verbose,
+        )
+        self.average = average
+
+    def __sklearn_tags__(self) -> Any:
+        return _tags(super().__sklearn_tags__())
+
+    def _check_n_classes(self, n_classes: int) -> None:
+        limit = self._model_limit("max_classes")
+        if limit is not None and n_classes > limit:
+            raise TabzooInputError(
+                f"y has {n_classes} classes but the model's head takes at most {limit}. Merge rare "
+                "classes, or wrap the estimator in sklearn.multiclass.OutputCodeClassifier / "
+                "OneVsRestClassifier."
+            )
+
+    def fit(self, X: Any, y: Any) -> InContextClassifier:
+        """Store the preprocessed training rows and labels as the context.
+
+        :param X: ``[n_samples, n_features]`` array-like or DataFrame (NaN = missing).
+        :param y: ``[n_samples]`` labels of any sortable type.
+        """
+        if self.average not in _AVERAGES:
+            raise TabzooInputError(f"average must be one of {_AVERAGES}, got {self.average!r}.")
+        Xt = self._fit_context(X, y)
+        classes, encoded = classification_labels(y, Xt.shape[0])
+        self._check_n_classes(len(classes))
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
+        self.y_context_ = encoded
+        self.members_ = self._make_members(Xt.shape[1], self.n_classes_)
+        return self
+
+    def _extra_state(self) -> dict[str, Any]:
+        classes = self.classes_
+        kind = "str" if classes.dtype.kind in "OUS" else classes.dtype.str
+        if kind == "str" and not all(isinstance(c, str) for c in classes.tolist()):
+            raise TabzooInputError("only str or numeric class labels can be saved; convert y before fit.")
+        return {"classes": classes.tolist(), "classes_dtype": kind, "y_context": self.y_context_}
+
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
+        kind = state["classes_dtype"]
+        self.classes_ = np.asarray(state["classes"], dtype=object if kind == "str" else np.dtype(kind))
+        self.n_classes_ = len(self.classes_)
+        self.y_context_ = np.asarray(state["y_context"], dtype=np.int64)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
+        xq = self._transform_query(X)
+        k = self.n_classes_
+        out = np.zeros((xq.shape[0], k), dtype=np.float64)
+        if k == 1:
+            out[:] = 1.0
+            return out
+        y_members = [(self.y_context_ + m.class_shift) % k for m in self.members_]
+        shifts = torch.tensor([m.class_shift for m in self.members_])
+        # member i shows class c at head position (c + shift_i) % k: gather it back
+        gather = (torch.arange(k)[None, :] + shifts[:, None]) % k  # [members, k]
+        for sl, logits in self._forward(xq, y_members):
+            if logits.shape[-1] < k:
+                raise TabzooInputError(
+                    f"the model outputs {logits.shape[-1]} classes but y has {k}; use a model with a "
+                    "larger head."
+                )
+            logp = torch.log_softmax(logits[..., :k].double(), dim=-1)  # [members, chunk, k]
+            logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
+            if self.average == "logits":
+                proba = torch.softmax(logp.mean(0), dim=-1)
+            else:
+                proba = logp.exp().mean(0)
+            out[sl] = proba.numpy()
+        return out / out.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable class label of each row, ``[n_samples]``."""
+        check_is_fitted(self, "classes_")
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class InContextRegressor(RegressorMixin, InContextEstimator):
+    """scikit-learn regressor around an in-context model.
+
+    The targets are standardised with the training mean and standard deviation before they
+    become context labels; the model's output is turned into values (in standardised units) by
+    :meth:`_regression_output` (default: the first output, ``logits[..., 0]``; a model that
+    predicts bins overrides it), averaged over the ensemble members, and de-standardised.
+    """
+
+    def __sklearn_tags__(self) -> Any:
+        return _tags(super().__sklearn_tags__())
+
+    def _regression_output(self, logits: torch.Tensor) -> torch.Tensor:
+        """Values ``[members, chunk]`` from model outputs ``[members, chunk, n_out]``."""
+        return logits[..., 0]
+
+    def fit(self, X: Any, y: Any) -> InContextRegressor:
+        """Store the preprocessed training rows and standardised targets as the context."""
+        Xt = self._fit_context(X, y)
+        y = regression_targets(y, Xt.shape[0])
+        self.y_mean_ = float(y.mean())
+        std = float(y.std())
+        self.y_scale_ = std if std > 1e-12 else 1.0
+        self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
+        self.y_context_ = ((y - self.y_mean_) / self.y_scale_).astype(np.float32)
+        self.members_ = self._make_members(Xt.shape[1], 1)
+        return self
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"y_mean": self.y_mean_, "y_scale": self.y_scale_, "y_context": self.y_context_}
+
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
+        self.y_mean_ = float(state["y_mean"])
+        self.y_scale_ = float(state["y_scale"])
+        self.y_context_ = np.asarray(state["y_context"], dtype=np.float32)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted values ``[n_samples]`` (float64)."""
+        xq = self._transform_query(X)
+        out = np.zeros(xq.shape[0], dtype=np.float64)
+        y_members = [self.y_context_ for _ in self.members_]
+        for sl, logits in self._forward(xq, y_members):
+            values = self._regression_output(logits).double()
+            out[sl] = values.mean(0).numpy()
+        return out * self.y_scale_ + self.y_mean_

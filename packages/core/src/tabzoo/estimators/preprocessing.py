@@ -1,0 +1,338 @@
+"""Preprocessing of the estimators: encoding, missing values, robust scaling, soft clipping.
+
+Every statistic is fitted on the training rows only; :meth:`TabularPreprocessor.transform`
+applies the stored statistics to any rows. What happens per column type:
+
+* **numeric** (int, float, numeric strings in object columns, datetimes as seconds since the
+  epoch): a missing value (``NaN``/``None``/``pd.NA``/``NaT``) is replaced by the training
+  median.
+* **boolean** (bool dtype, or object columns holding only ``True``/``False``): encoded 0/1; a
+  missing value becomes 0.5 (neither state).
+* **categorical** (strings, pandas ``category`` columns, any non-numeric object values):
+  ordinal-encoded by the order of the pandas categories when the column has them, else by
+  sorted training values. A missing value *and* a category never seen in training both become
+  the code ``-1``, a separate level below every real category, so the model can tell them apart
+  from the real categories.
+
+Then every column, whatever its type, is robustly normalised with the training median and the
+interquartile range (``IQR / 1.349``, the standard deviation of a normal; the standard deviation
+when the IQR is 0; 1 when the column is constant), and outliers are soft-clipped: values within
+``clip`` (default 4) robust standard deviations are unchanged, beyond that they grow only
+logarithmically, ``sign(z) * (clip + log1p(|z| - clip))``. The output is finite ``float32``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tabzoo.errors import TabzooInputError
+
+NUMERIC, BOOLEAN, CATEGORICAL = "numeric", "boolean", "categorical"
+MISSING_CODE = -1.0
+
+__all__ = [
+    "BOOLEAN",
+    "CATEGORICAL",
+    "NUMERIC",
+    "EnsembleMember",
+    "TabularPreprocessor",
+    "make_members",
+    "soft_clip",
+]
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, float | np.floating):
+        return math.isnan(v)
+    try:  # pd.NA, pd.NaT, np.datetime64("NaT")
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_dataframe(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _sort_key(v: Any) -> tuple[str, Any]:
+    if isinstance(v, bool | np.bool_):
+        return ("0bool", int(v))
+    if isinstance(v, int | float | np.integer | np.floating):
+        return ("1num", float(v))
+    return ("2" + type(v).__name__, str(v))
+
+
+def _datetime_seconds(col: np.ndarray) -> np.ndarray:
+    ns = col.astype("datetime64[ns]")
+    out = ns.astype(np.int64).astype(np.float64) / 1e9
+    out[np.isnat(ns)] = np.nan
+    return out
+
+
+def _object_kind(col: np.ndarray, name: str) -> str:
+    """Decide the type of an object column from its non-missing training values."""
+    values = [v for v in col if not _is_missing(v)]
+    if values and all(isinstance(v, bool | np.bool_) for v in values):
+        return BOOLEAN
+    for v in values:
+        if isinstance(v, str | bytes | np.str_ | np.bytes_):
+            try:
+                float(v)
+            except ValueError:
+                return CATEGORICAL
+            continue
+        float(v)  # a dict, list, ... raises TypeError, as numeric estimators do
+    return NUMERIC
+
+
+def _to_float(col: np.ndarray, name: str) -> np.ndarray:
+    if col.dtype.kind in "fiub":
+        return col.astype(np.float64)
+    if col.dtype.kind == "M":
+        return _datetime_seconds(col)
+    out = np.empty(len(col), dtype=np.float64)
+    for i, v in enumerate(col):
+        if _is_missing(v):
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v)
+        except ValueError as exc:
+            raise TabzooInputError(
+                f"column {name!r} was numeric in fit but row {i} holds {v!r}, which is not a "
+                "number. Pass the same column types as in fit, or refit with this column as a "
+                "category."
+            ) from exc
+    return out
+
+
+def soft_clip(z: np.ndarray, clip: float) -> np.ndarray:
+    """Identity within ``[-clip, clip]``, logarithmic growth beyond (continuous, monotone)."""
+    a = np.abs(z)
+    return np.where(a <= clip, z, np.sign(z) * (clip + np.log1p(np.maximum(a - clip, 0.0))))
+
+
+@dataclass
+class _Column:
+    kind: str
+    categories: tuple[Any, ...] = ()
+
+
+class TabularPreprocessor:
+    """Turn a table (numpy array or pandas DataFrame) into a finite ``float32`` matrix.
+
+    :param clip: soft-clipping threshold in robust standard deviations.
+    """
+
+    def __init__(self, clip: float = 4.0) -> None:
+        self.clip = float(clip)
+        self.columns: list[_Column] = []
+        self.fill = np.zeros(0)
+        self.center = np.zeros(0)
+        self.scale = np.ones(0)
+
+    # -- splitting an input into raw columns --------------------------------------------------
+    @staticmethod
+    def _raw_columns(X: Any) -> tuple[list[np.ndarray], list[str], list[Any]]:
+        """Columns as 1-d arrays, their names and their pandas categories (or None)."""
+        if _is_dataframe(X):
+            cols, names, cats = [], [], []
+            for j, name in enumerate(X.columns):
+                series = X.iloc[:, j]
+                dtype = series.dtype
+                cat = list(dtype.categories) if str(dtype) == "category" else None
+                if cat is not None:
+                    arr = np.asarray(series.astype(object), dtype=object)
+                elif str(dtype) in ("bool", "boolean"):
+                    arr = np.asarray(series.astype(object), dtype=object)
+                elif getattr(dtype, "kind", "O") in "fiu":
+                    arr = series.to_numpy(dtype=np.float64, na_value=np.nan)
+                elif getattr(dtype, "kind", "O") == "M" or "datetime" in str(dtype):
+                    arr = series.to_numpy(dtype="datetime64[ns]")
+                else:
+                    arr = np.asarray(series.astype(object), dtype=object)
+                cols.append(arr)
+                names.append(str(name))
+                cats.append(cat)
+            return cols, names, cats
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise TabzooInputError(f"expected a 2-d table [rows, features], got shape {arr.shape}.")
+        return [arr[:, j] for j in range(arr.shape[1])], [str(j) for j in range(arr.shape[1])], [None] * arr.shape[1]
+
+    def _encode(self, cols: list[np.ndarray], names: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(cols[0]) if cols else 0, len(cols)), dtype=np.float64)
+        for j, (col, spec) in enumerate(zip(cols, self.columns, strict=True)):
+            if spec.kind == CATEGORICAL:
+                lookup = {c: float(i) for i, c in enumerate(spec.categories)}
+                codes = np.empty(len(col), dtype=np.float64)
+                for i, v in enumerate(col):
+                    codes[i] = MISSING_CODE if _is_missing(v) else lookup.get(_hashable(v), MISSING_CODE)
+                out[:, j] = codes
+            elif spec.kind == BOOLEAN:
+                vals = np.empty(len(col), dtype=np.float64)
+                for i, v in enumerate(col):
+                    vals[i] = np.nan if _is_missing(v) else float(bool(v))
+                out[:, j] = vals
+            else:
+                out[:, j] = _to_float(col, names[j])
+        return out
+
+    # -- fit / transform --------------------------------------------------------------------
+    def fit(self, X: Any) -> TabularPreprocessor:
+        """Fit column types, categories and statistics on the training rows ``X``."""
+        cols, names, cats = self._raw_columns(X)
+        self.columns = []
+        for col, name, cat in zip(cols, names, cats, strict=True):
+            if cat is not None:
+                present = {_hashable(v) for v in col if not _is_missing(v)}
+                self.columns.append(_Column(CATEGORICAL, tuple(_hashable(c) for c in cat if _hashable(c) in present)))
+            elif col.dtype.kind == "b":
+                self.columns.append(_Column(BOOLEAN))
+            elif col.dtype.kind in "fiuM":
+                self.columns.append(_Column(NUMERIC))
+            else:
+                kind = _object_kind(col, name)
+                categories: tuple[Any, ...] = ()
+                if kind == CATEGORICAL:
+                    present = {_hashable(v) for v in col if not _is_missing(v)}
+                    categories = tuple(sorted(present, key=_sort_key))
+                self.columns.append(_Column(kind, categories))
+        enc = self._encode(cols, names)
+        n = enc.shape[1]
+        self.fill = np.zeros(n)
+        self.center = np.zeros(n)
+        self.scale = np.ones(n)
+        for j, spec in enumerate(self.columns):
+            col = enc[:, j]
+            finite = col[np.isfinite(col)]
+            if spec.kind == BOOLEAN:
+                self.fill[j] = 0.5
+            elif spec.kind == NUMERIC:
+                self.fill[j] = float(np.median(finite)) if finite.size else 0.0
+            col = np.where(np.isnan(col), self.fill[j], col)
+            med = float(np.median(col)) if col.size else 0.0
+            q75, q25 = (np.percentile(col, [75, 25]) if col.size else (0.0, 0.0))
+            scale = float(q75 - q25) / 1.349
+            if not scale > 1e-12:
+                scale = float(np.std(col)) if col.size else 0.0
+            self.center[j] = med
+            self.scale[j] = scale if scale > 1e-12 else 1.0
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Encode, impute, normalise and clip rows with the fitted statistics.
+
+        :returns: ``float32 [rows, features]``, all finite.
+        """
+        cols, names, _ = self._raw_columns(X)
+        if len(cols) != len(self.columns):
+            raise TabzooInputError(
+                f"X has {len(cols)} columns but the preprocessor was fitted on {len(self.columns)}; "
+                "pass the same columns as in fit."
+            )
+        enc = self._encode(cols, names)
+        enc = np.where(np.isnan(enc), self.fill[None, :], enc)
+        if not np.isfinite(enc).all():
+            raise TabzooInputError("X contains infinity; replace inf by NaN (missing) or a finite value.")
+        z = (enc - self.center[None, :]) / self.scale[None, :]
+        return soft_clip(z, self.clip).astype(np.float32)
+
+    def fit_transform(self, X: Any) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    @property
+    def kinds(self) -> list[str]:
+        return [c.kind for c in self.columns]
+
+    # -- pickle-free state ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """JSON/array state for :func:`tabzoo.checkpoint.save_state` (no pickle)."""
+        return {
+            "clip": self.clip,
+            "kinds": [c.kind for c in self.columns],
+            "categories": [[_json_value(v) for v in c.categories] for c in self.columns],
+            "fill": self.fill.astype(np.float64),
+            "center": self.center.astype(np.float64),
+            "scale": self.scale.astype(np.float64),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> TabularPreprocessor:
+        pre = cls(clip=float(state["clip"]))
+        pre.columns = [
+            _Column(kind, tuple(_from_json_value(v) for v in cats))
+            for kind, cats in zip(state["kinds"], state["categories"], strict=True)
+        ]
+        pre.fill = np.asarray(state["fill"], dtype=np.float64)
+        pre.center = np.asarray(state["center"], dtype=np.float64)
+        pre.scale = np.asarray(state["scale"], dtype=np.float64)
+        return pre
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _json_value(v: Any) -> Any:
+    v = _hashable(v)
+    if isinstance(v, bool | int | str) or v is None:
+        return {"t": type(v).__name__, "v": v}
+    if isinstance(v, float):
+        return {"t": "float", "v": repr(v)}
+    raise TabzooInputError(
+        f"category {v!r} of type {type(v).__name__} cannot be saved without pickle; convert the "
+        "column to strings before fit to save this estimator."
+    )
+
+
+def _from_json_value(d: Any) -> Any:
+    t, v = d["t"], d["v"]
+    return float(v) if t == "float" else v
+
+
+# -- ensembling members ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EnsembleMember:
+    """One ensemble member: which features in which order, and the class rotation.
+
+    :ivar features: indices into the preprocessed features, ``[n_used]`` (a permutation, or a
+        random subset when the model takes fewer features than the data has).
+    :ivar class_shift: class ``c`` is shown to the model as ``(c + class_shift) % n_classes``.
+    """
+
+    features: tuple[int, ...]
+    class_shift: int = 0
+
+
+def make_members(
+    n_estimators: int, n_features: int, n_classes: int, seed: int, max_features: int | None = None
+) -> list[EnsembleMember]:
+    """Deterministic members for ``seed``: member 0 keeps the original order and no shift (when
+    all features fit); the others use random feature permutations and rotate the classes by
+    ``i % n_classes`` so every class takes every position of the head across members.
+    """
+    if n_estimators < 1:
+        raise TabzooInputError(f"n_estimators must be >= 1, got {n_estimators}.")
+    rng = np.random.default_rng(seed)
+    used = n_features if max_features is None else min(n_features, int(max_features))
+    members = []
+    for i in range(n_estimators):
+        if i == 0 and used == n_features:
+            feats = np.arange(n_features)
+        else:
+            feats = rng.permutation(n_features)[:used]
+            if used < n_features and i == 0:
+                feats = np.sort(feats)
+        shift = i % n_classes if n_classes > 1 else 0
+        members.append(EnsembleMember(tuple(int(f) for f in feats), int(shift)))
+    return members

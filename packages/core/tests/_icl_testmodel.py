@@ -1,0 +1,170 @@
+"""A tiny in-context model, its estimators, a blob prior and a throwaway plugin for core's tests.
+
+``KernelICL`` works without training: each query row attends (softmax over negative squared
+distances in per-episode standardised feature space) to the context rows and averages their
+one-hot labels (classification) or their targets (regression). Its learnable part, a
+temperature and per-feature weights, lets pretraining change something.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tabzoo.estimators import InContextClassifier, InContextRegressor
+from torch import nn
+from torch.nn import functional as F
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "task": "classification", "max_classes": 10, "max_features": 64, "temperature": 0.1,
+}
+ARCH = "icl_test"
+PRIOR = "blobs_test"
+
+
+class KernelICL(nn.Module):
+    """``model(x [B, N, F], y_context [B, n_context]) -> [B, N - n_context, n_out]``."""
+
+    architecture = ARCH
+
+    def __init__(self, task: str = "classification", max_classes: int = 10, max_features: int = 64,
+                 temperature: float = 0.1) -> None:
+        super().__init__()
+        self.task, self.max_classes, self.max_features = task, max_classes, max_features
+        self.config = {"task": task, "max_classes": max_classes, "max_features": max_features,
+                       "temperature": temperature}
+        self.log_temp = nn.Parameter(torch.tensor(math.log(temperature)))
+        self.feature_weight = nn.Parameter(torch.ones(max_features))
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        n_ctx = y_context.shape[1]
+        n_feat = x.shape[-1]
+        ctx = x[:, :n_ctx]
+        mu = ctx.mean(1, keepdim=True)
+        sd = ctx.std(1, keepdim=True, unbiased=False)
+        # zero padding features are constant: they add no distance and are not counted
+        n_real = (sd > 1e-6).sum(-1, keepdim=True).clamp_min(1).to(x.dtype)  # [B, 1, 1]
+        z = (x - mu) / (sd + 1e-3) * self.feature_weight[:n_feat]
+        zc, zq = z[:, :n_ctx], z[:, n_ctx:]
+        d2 = ((zq[:, :, None, :] - zc[:, None, :, :]) ** 2).sum(-1) / n_real  # [B, Nq, Nc]
+        att = torch.softmax(-d2 / self.log_temp.exp(), dim=-1)
+        if self.task == "regression":
+            return (att * y_context[:, None, :]).sum(-1, keepdim=True)
+        onehot = F.one_hot(y_context.long().clamp(0, self.max_classes - 1), self.max_classes).to(att.dtype)
+        probs = (att[..., None] * onehot[:, None, :, :]).sum(2)  # [B, Nq, K]
+        return torch.log(probs.clamp_min(1e-6))
+
+    def loss(self, logits: torch.Tensor, y_query: torch.Tensor, batch: Any) -> torch.Tensor:
+        """Regression loss: MSE over real query rows."""
+        mask = batch.row_mask[:, batch.n_context:].to(logits.dtype)
+        err = (logits[..., 0].float() - y_query.float()) ** 2
+        return (err * mask).sum() / mask.sum().clamp_min(1)
+
+
+def build(config: dict[str, Any]) -> KernelICL:
+    return KernelICL(**{**DEFAULT_CONFIG, **config})
+
+
+class ICLTestClassifier(InContextClassifier):
+    """Classifier estimator of the test architecture (untrained weights)."""
+
+    def _load_model(self) -> nn.Module:
+        return build({})
+
+
+class ICLTestRegressor(InContextRegressor):
+    """Regressor estimator of the test architecture (untrained weights)."""
+
+    def _load_model(self) -> nn.Module:
+        return build({"task": "regression"})
+
+
+class BlobsPrior:
+    """Deterministic Gaussian-blob episodes: ``sample(batch_size, *, seed)`` is a pure function.
+
+    ``delay`` (seconds per draw) slows sampling down for the kill-and-resume test. Every episode has ``n_context`` context rows (each class present) and ``n_query`` query rows,
+    2..``max_features`` real features (rest padded with 0) and 2..``max_classes`` classes.
+    """
+
+    def __init__(self, n_context: int = 24, n_query: int = 24, max_features: int = 6,
+                 max_classes: int = 3, task: str = "classification", delay: float = 0.0) -> None:
+        self.n_context, self.n_query, self.delay = n_context, n_query, delay
+        self.max_features, self.max_classes, self.task = max_features, max_classes, task
+
+    def sample(self, batch_size: int, *, seed: int, device: str = "cpu") -> Any:
+        from tabzoo.table import EpisodeBatch
+
+        if self.delay:
+            time.sleep(self.delay)  # lets a test kill a run between checkpoints
+        g = torch.Generator().manual_seed(int(seed))
+        n = self.n_context + self.n_query
+        x = torch.zeros(batch_size, n, self.max_features)
+        y = torch.zeros(batch_size, n)
+        fmask = torch.zeros(batch_size, self.max_features, dtype=torch.bool)
+        ncls = torch.zeros(batch_size, dtype=torch.long)
+        for b in range(batch_size):
+            f = int(torch.randint(2, self.max_features + 1, (1,), generator=g))
+            fmask[b, :f] = True
+            if self.task == "regression":
+                xb = torch.randn(n, f, generator=g)
+                w = torch.randn(f, generator=g)
+                x[b, :, :f] = xb
+                y[b] = xb @ w + 0.1 * torch.randn(n, generator=g)
+                continue
+            k = int(torch.randint(2, self.max_classes + 1, (1,), generator=g))
+            ncls[b] = k
+            centers = 2.0 * torch.randn(k, f, generator=g)
+            yc = torch.arange(self.n_context) % k
+            yc = yc[torch.randperm(self.n_context, generator=g)]
+            yq = torch.randint(0, k, (self.n_query,), generator=g)
+            yb = torch.cat([yc, yq])
+            x[b, :, :f] = centers[yb] + torch.randn(n, f, generator=g)
+            y[b] = yb.float()
+        batch = EpisodeBatch(
+            x=x, y=y, n_context=self.n_context, row_mask=torch.ones(batch_size, n, dtype=torch.bool),
+            feature_mask=fmask, n_classes=ncls, task=self.task,
+        )
+        return batch.to(device) if str(device) != "cpu" else batch
+
+
+PLUGIN_SOURCE = '''
+from tabzoo.plugins import hookimpl, ArchitectureSpec, PriorSpec
+
+
+def _build(config):
+    from _icl_testmodel import build
+    return build(config)
+
+
+def _prior(**config):
+    from _icl_testmodel import BlobsPrior
+    return BlobsPrior(**config)
+
+
+@hookimpl
+def tabzoo_register_architectures(register):
+    from _icl_testmodel import DEFAULT_CONFIG
+    register(ArchitectureSpec(name="icl_test", build=_build, default_config=DEFAULT_CONFIG,
+                              estimator="_icl_testmodel:ICLTestClassifier"))
+
+
+@hookimpl
+def tabzoo_register_priors(register):
+    register(PriorSpec(name="blobs_test", factory=_prior))
+'''
+
+
+def plugin_env(root: Path) -> dict[str, str]:
+    """Write a throwaway distribution registering ``icl_test`` + ``blobs_test`` into ``root``;
+    returns the environment for a subprocess that should see it."""
+    from _fake_dists import make_dist
+
+    root.mkdir(parents=True, exist_ok=True)
+    make_dist(root, "tz-icl-test", "tzicltest", "tz_icl_test_plugin", PLUGIN_SOURCE)
+    tests_dir = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join([str(root), tests_dir, os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "TABZOO_LOAD_PLUGINS": "tzicltest"}

@@ -1,0 +1,183 @@
+"""Pretraining loop: schedule, loss masking, checkpoints, in-process resume, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from _icl_testmodel import BlobsPrior, KernelICL, build
+from tabzoo.checkpoint import load_checkpoint, load_model
+from tabzoo.errors import TabzooInputError
+from tabzoo.plugins import ArchitectureSpec, PluginRecord, PluginRegistry, PriorSpec
+from tabzoo.train import (
+    TrainConfig,
+    WarmupCosine,
+    batch_seed,
+    episode_loss,
+    load_history,
+    load_latest,
+    model_inputs,
+    pretrain,
+)
+
+FAST = {"progress": False, "plot": False, "lr": 0.05, "batch_size": 4}
+
+
+def test_warmup_cosine_shape() -> None:
+    f = WarmupCosine(total_steps=100, warmup_steps=10, min_ratio=0.1)
+    warm = [f(s) for s in range(10)]
+    assert all(a < b for a, b in zip(warm, warm[1:], strict=False)) and warm[0] > 0
+    assert f(10) == pytest.approx(1.0)
+    assert f(99) == pytest.approx(0.1)
+    decay = [f(s) for s in range(10, 100)]
+    assert all(a >= b for a, b in zip(decay, decay[1:], strict=False))
+
+
+def test_batch_seed_is_pure_and_distinct() -> None:
+    assert batch_seed(0, 5, 1) == batch_seed(0, 5, 1)
+    seeds = {batch_seed(s, t, u) for s in range(3) for t in range(20) for u in range(4)}
+    assert len(seeds) == 3 * 20 * 4
+
+
+def test_classification_loss_masks_padding_rows_and_absent_classes() -> None:
+    batch = BlobsPrior(n_context=6, n_query=4, max_classes=2).sample(2, seed=1)
+    model = build({"max_classes": 5})
+    logits = torch.randn(2, 4, 5)
+    base = episode_loss(model, logits, batch)
+    # logits of classes >= n_classes (2 here) must not matter
+    changed = logits.clone()
+    changed[..., 2:] += 100.0
+    assert torch.allclose(episode_loss(model, changed, batch), base)
+    # a padding row (row_mask False) must not matter
+    object.__setattr__(batch, "row_mask", batch.row_mask.clone())
+    batch.row_mask[0, -1] = False
+    masked = episode_loss(model, logits, batch)
+    changed = logits.clone()
+    changed[0, -1] = torch.tensor([50.0, -50.0, 0, 0, 0])
+    assert torch.allclose(episode_loss(model, changed, batch), masked)
+    assert not torch.allclose(masked, base)
+
+
+def test_model_inputs_pad_to_max_features_and_impute_nan() -> None:
+    batch = BlobsPrior(max_features=3).sample(2, seed=0)
+    batch.x[0, 0, 0] = float("nan")
+    x, y_ctx = model_inputs(build({"max_features": 7}), batch)
+    assert x.shape[-1] == 7 and torch.isfinite(x).all() and y_ctx.shape == (2, batch.n_context)
+    with pytest.raises(TabzooInputError, match="at most 2"):
+        model_inputs(build({"max_features": 2}), batch)
+
+
+def test_training_reduces_loss_and_writes_checkpoints(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = build({"temperature": 3.0})  # a poor start: training must sharpen it
+    res = pretrain(model, BlobsPrior(), out=tmp_path, steps=24, checkpoint_every=8, seed=1,
+                   **{**FAST, "plot": True, "lr": 0.1})
+    assert res.steps == 24 and len(res.losses) == 24 and res.episodes_seen == 24 * 4
+    assert np.mean(res.losses[-6:]) < np.mean(res.losses[:6])
+    ckpt = load_checkpoint(tmp_path / "model")
+    meta = ckpt.meta
+    assert meta["architecture"] == "icl_test" and meta["steps"] == 24
+    assert meta["prior"] == "BlobsPrior"
+    extra = meta["extra"]
+    assert extra["episodes_seen"] == 96 and extra["wall_time_s"] > 0
+    assert extra["machine"]["world_size"] == 1 and extra["machine"]["hostname"]
+    assert (tmp_path / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pointer = json.loads((tmp_path / "latest.json").read_text())
+    assert pointer["step"] == 24
+    assert len(list(tmp_path.glob("state-*.json"))) == 1  # older states removed
+    reloaded = load_model(tmp_path / "model", build=build)
+    assert torch.equal(reloaded.log_temp, res.model.log_temp)
+    assert load_history(tmp_path) == pytest.approx(res.losses)
+
+
+def test_in_process_resume_continues_exactly(tmp_path: Path) -> None:
+    cfg = TrainConfig(steps=10, checkpoint_every=4, seed=3, **FAST)
+    full = pretrain(build({}), BlobsPrior(), out=tmp_path / "full", config=cfg)
+    out = tmp_path / "cut"
+    _run_until(out, cfg, 4)  # dies right after the step-4 checkpoint
+    assert load_latest(out)["step"] == 4
+    resumed = pretrain(build({}), BlobsPrior(), out=out, config=cfg, resume=True)
+    assert resumed.resumed_from == 4 and len(resumed.losses) == 10
+    np.testing.assert_allclose(resumed.losses, full.losses, rtol=1e-6, atol=1e-7)
+    for (n, a), b in zip(resumed.model.state_dict().items(), full.model.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, msg=n)
+    # resuming a finished run does nothing more
+    done = pretrain(build({}), BlobsPrior(), out=out, config=cfg, resume=True)
+    assert done.resumed_from == 10 and done.losses == resumed.losses
+
+
+def test_resume_without_checkpoint_starts_at_zero(tmp_path: Path) -> None:
+    res = pretrain(build({}), BlobsPrior(), out=tmp_path, steps=2, resume=True, **FAST)
+    assert res.resumed_from == 0 and len(res.losses) == 2
+    with pytest.raises(TabzooInputError, match="output folder"):
+        pretrain(build({}), BlobsPrior(), steps=2, resume=True, **FAST)
+
+
+def _run_until(out: Path, cfg: TrainConfig, stop: int) -> None:
+    """Run ``cfg`` but raise right after the checkpoint of step ``stop`` (an in-process 'kill')."""
+
+    class Stop(Exception):
+        pass
+
+    class StoppingPrior(BlobsPrior):
+        def sample(self, batch_size, *, seed, device="cpu"):
+            if (out / "latest.json").exists() and json.loads((out / "latest.json").read_text())["step"] >= stop:
+                raise Stop
+            return super().sample(batch_size, seed=seed, device=device)
+
+    with pytest.raises(Stop):
+        pretrain(build({}), StoppingPrior(), out=out, config=cfg)
+
+
+def test_regression_uses_the_model_loss(tmp_path: Path) -> None:
+    calls = []
+
+    class Spy(KernelICL):
+        def loss(self, logits, y_query, batch):
+            calls.append(tuple(logits.shape))
+            return super().loss(logits, y_query, batch)
+
+    model = Spy(task="regression")
+    res = pretrain(model, BlobsPrior(task="regression"), steps=3, seed=0, **FAST)
+    assert calls == [(4, 24, 1)] * 3 and all(math.isfinite(v) for v in res.losses)
+
+
+def test_names_resolve_through_a_registry() -> None:
+    reg = PluginRegistry()
+    rec = PluginRecord("t", "tz-test", "1", "t")
+    reg.add("architectures", ArchitectureSpec(name="icl_test", build=build, default_config={"temperature": 0.5}), rec)
+    reg.add("priors", PriorSpec(name="blobs", factory=BlobsPrior), rec)
+    res = pretrain("icl_test", "blobs", registry=reg, steps=2, prior_config={"max_features": 3}, **FAST)
+    assert isinstance(res.model, KernelICL) and len(res.losses) == 2
+    assert res.model.config["temperature"] == 0.5
+
+
+def test_bad_configurations_raise_with_the_fix() -> None:
+    with pytest.raises(TabzooInputError, match="multiple of 3"):
+        pretrain(build({}), BlobsPrior(), steps=1, batch_size=4, micro_batches=3, progress=False)
+    with pytest.raises(TabzooInputError, match="needs a GPU"):
+        pretrain(build({}), BlobsPrior(), steps=1, amp="fp16", device="cpu", progress=False)
+    with pytest.raises(TabzooInputError, match="known options"):
+        TrainConfig.from_dict({"stepz": 3})
+    with pytest.raises(TabzooInputError, match="head has 2"):
+        pretrain(build({"max_classes": 2}), BlobsPrior(max_classes=3), steps=2, batch_size=8, progress=False)
+    with pytest.raises(TabzooInputError, match="sample"):
+        pretrain(build({}), object(), steps=1, progress=False)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_trains_on_the_real_scm_prior(task: str, tmp_path: Path) -> None:
+    pytest.importorskip("tabzoo_priors", reason="the real priors live in tabzoo-priors, not installed here")
+    from tabzoo.plugins import list_priors
+
+    if "scm" not in list_priors():
+        pytest.skip("tabzoo-priors is installed but registers no 'scm' prior")
+    model = build({"task": task})
+    prior_config = {"n_rows": (48, 64), "n_features": (2, 6), "n_classes": (2, 4), "task": task}
+    res = pretrain(model, "scm", out=tmp_path, steps=3, prior_config=prior_config, **FAST)
+    assert len(res.losses) == 3 and all(math.isfinite(v) for v in res.losses)
+    assert load_checkpoint(tmp_path / "model").meta["prior"] == "scm"
