@@ -1,0 +1,38 @@
+"""tabzoo.kernels: the op registry (layer 3).
+
+Public ops: :func:`masked_attention`, :func:`linear_attention`, :func:`selective_scan`. Each
+dispatches to the best available backend that supports its inputs; ``use(name)`` or the env
+var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.registry` for the exact rules).
+"""
+
+from tabzoo.kernels.attention import masked_attention  # noqa: E402  (registers its backends)
+from tabzoo.kernels.linear_attention import linear_attention  # noqa: E402
+from tabzoo.kernels.registry import (
+    ENV_VAR,
+    Backend,
+    Cost,
+    forced_backend,
+    list_backends,
+    list_ops,
+    register_backend,
+    select_backend,
+    unregister_backend,
+    use,
+)
+from tabzoo.kernels.selective_scan import selective_scan  # noqa: E402
+
+__all__ = [
+    "ENV_VAR",
+    "Backend",
+    "Cost",
+    "forced_backend",
+    "linear_attention",
+    "list_backends",
+    "list_ops",
+    "masked_attention",
+    "register_backend",
+    "select_backend",
+    "selective_scan",
+    "unregister_backend",
+    "use",
+]
