@@ -1,0 +1,126 @@
+"""TabFlexClassifier / TabFlexRegressor: shipped checkpoint, selection, projection, classes, scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-core[sklearn])")
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+from tabzoo.errors import CheckpointError  # noqa: E402
+from tabzoo_tabflex.estimators import TabFlexClassifier, TabFlexRegressor, load_tabflex  # noqa: E402
+from tabzoo_tabflex.model import TabFlex  # noqa: E402
+
+
+def _blobs(n: int = 120, d: int = 5, k: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((k, d)) * 3
+    y = rng.integers(0, k, n)
+    return centers[y] + rng.standard_normal((n, d)), y
+
+
+def test_shipped_checkpoint_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("TabFlex tried to open a network connection")
+
+    monkeypatch.setattr(socket, "socket", no_network)
+    model = load_tabflex()
+    assert isinstance(model, TabFlex) and model.max_features == 100 and model.max_classes == 10
+    with pytest.raises(CheckpointError, match="shipped"):
+        load_tabflex("no-such-checkpoint")
+
+
+def test_classifier_probabilities_and_save_load(tmp_path) -> None:
+    X, y = _blobs()
+    clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(X[:80], y[:80])
+    p = clf.predict_proba(X[80:])
+    assert p.shape == (40, 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert clf.selection_.name == "tabflex-small" and clf.selection_.preferred == "S100"
+    stem = clf.save(tmp_path / "clf")
+    again = TabFlexClassifier.load(stem)
+    np.testing.assert_allclose(again.predict_proba(X[80:]), p, atol=1e-6)
+
+
+def test_wide_inputs_are_projected_not_subset() -> None:
+    X, y = _blobs(n=60, d=130, k=2)
+    clf = TabFlexClassifier(device="cpu", n_estimators=1, projection_seed=7).fit(X, y)
+    assert clf.projection_ is not None and clf.projection_.components_.shape == (130, 100)
+    assert clf.selection_.project_to == 100
+    p1 = clf.predict_proba(X[:5])
+    # the projection is used: the last 30 columns (beyond any 100-column subset) change the output
+    X2 = X.copy()
+    X2[:5, 100:] += 50.0
+    assert not np.allclose(clf.predict_proba(X2[:5]), p1)
+    # and it is seeded: a refit gives the same matrix
+    clf2 = TabFlexClassifier(device="cpu", n_estimators=1, projection_seed=7).fit(X, y)
+    np.testing.assert_array_equal(clf2.projection_.components_.numpy(), clf.projection_.components_.numpy())
+
+
+def test_more_classes_than_the_head() -> None:
+    X, y = _blobs(n=150, d=4, k=13, seed=1)
+    y = np.arange(150) % 13  # every class present
+    clf = TabFlexClassifier(device="cpu", n_estimators=1).fit(X, y)
+    assert clf.selection_.hierarchical
+    p = clf.predict_proba(X[:7])
+    assert p.shape == (7, 13)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert (p > 0).all()  # no class was merged away
+    assert set(clf.predict(X)) <= set(range(13))
+
+
+def test_regressor_bins_and_round_trips(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 3))
+    y = 10 * X[:, 0] + 3
+    reg = TabFlexRegressor(device="cpu", n_estimators=1, n_bins=10).fit(X, y)
+    assert reg.binner_.n_classes_ <= 10
+    pred = reg.predict(X[:10])
+    assert pred.shape == (10,) and y.min() - 1e-9 <= pred.min() and pred.max() <= y.max() + 1e-9
+    stem = reg.save(tmp_path / "reg")
+    np.testing.assert_allclose(TabFlexRegressor.load(stem).predict(X[:10]), pred, atol=1e-6)
+    many = TabFlexRegressor(device="cpu", n_estimators=1, n_bins=30).fit(X, y)
+    assert many.binner_.n_classes_ > 10 and np.isfinite(many.predict(X[:5])).all()
+
+
+def _pretrained() -> bool:
+    import json
+    from pathlib import Path
+
+    import tabzoo_tabflex
+
+    meta = Path(tabzoo_tabflex.__file__).parent / "checkpoints" / "tabflex-small.json"
+    return bool(json.loads(meta.read_text()).get("steps"))
+
+
+def _expected_failed(estimator) -> dict[str, str]:
+    if _pretrained():
+        return {}
+    reason = "the shipped checkpoint is an untrained placeholder; a pretrained one learns these sets"
+    return {"check_classifiers_train": reason, "check_regressors_train": reason,
+            "check_classifiers_classes": reason, "check_supervised_y_2d": reason}
+
+
+@parametrize_with_checks(
+    [TabFlexClassifier(device="cpu", n_estimators=1, chunk_size=64),
+     TabFlexRegressor(device="cpu", n_estimators=1, chunk_size=64)],
+    expected_failed_checks=_expected_failed,
+)
+def test_sklearn_compatible(estimator, check) -> None:
+    check(estimator)
+
+
+def test_dataframe_with_categories_and_missing_values() -> None:
+    pd = pytest.importorskip("pandas", reason="needs pandas")
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.standard_normal(60), "b": pd.Categorical(rng.choice(["x", "y", "z"], 60)),
+                       "c": rng.standard_normal(60)})
+    df.loc[3, "a"] = np.nan
+    y = np.where(df["c"] > 0, "pos", "neg")
+    clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(df, y)
+    assert list(clf.classes_) == ["neg", "pos"]
+    p = clf.predict_proba(df.iloc[:10])
+    assert p.shape == (10, 2) and np.isfinite(p).all()
