@@ -12,7 +12,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tabzoo.checkpoint import (
     flatten_state,
     load_checkpoint,
@@ -153,7 +152,7 @@ def _same(a, b) -> bool:
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and torch.equal(a, b)
     if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return a == b and type(a) is type(b)

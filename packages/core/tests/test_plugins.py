@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from _fake_dists import BROKEN, GOOD, HOOK_RAISES, make_dist
-
 from tabzoo.errors import PluginLoadError, TabzooInputError
 from tabzoo.plugins import HOOK_NAMES, ArchitectureSpec, PluginRegistry, PriorSpec
 

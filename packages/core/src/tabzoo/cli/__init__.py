@@ -11,7 +11,6 @@ from importlib import import_module
 from tabzoo.errors import TabzooError
 
 
-
 def command_modules() -> list[str]:
     """Every ``tabzoo.cli.*_cmd`` module, sorted. Each defines ``add_parser(subparsers)``, which
     sets ``func`` (args -> exit code) on its parser and imports heavy code only inside ``func``."""
