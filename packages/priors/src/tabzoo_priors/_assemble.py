@@ -176,26 +176,45 @@ def _cut_points(
 
 
 def assemble(
-    nodes: torch.Tensor, n_target_candidates: int, shapes: DatasetShapes, cfg: DatasetConfig,
+    nodes: torch.Tensor, ties: torch.Tensor, adjacency: torch.Tensor, shapes: DatasetShapes, cfg: DatasetConfig,
     g: torch.Generator,
 ) -> RawBatch:
     """Build a :class:`RawBatch` from SCM node values.
 
-    :param nodes: ``[batch, rows, pool]`` node values; the last ``n_target_candidates`` nodes are
-        the deepest ones and may become the target.
+    :param nodes: ``[batch, rows, pool]`` node values.
+    :param ties: ``[batch, pool]`` share of rows in each node's largest group of equal (noise-free)
+        values. The target of a k-class task is drawn uniformly among the nodes with
+        ``ties <= 1/k + 0.05`` (of a regression task: among the non-constant nodes); if there are
+        none, among the nodes with the fewest ties. A tie group wider than a class would be cut
+        into classes by random tie-breaking, i.e. the labels would carry no signal.
+    :param adjacency: ``[batch, pool, pool]`` bool parent->child edges. Feature nodes are drawn
+        from the target's neighbourhood first: its parents and children (Markov-blanket-like,
+        score +1), then nodes two edges away (co-parents, siblings, grandparents: +0.5), then
+        the rest; within a group at random (score + U[0, 1)). Constant nodes (unused cause
+        slots) are never features while others remain.
     """
     b, n, pool = nodes.shape
     dev, dt = nodes.device, nodes.dtype
     f_max = shapes.max_features
     n_feat = shapes.n_features.to(dev)
     # -- target and feature nodes --------------------------------------------------------
-    t_idx = pool - n_target_candidates + torch.randint(
-        0, n_target_candidates, (b,), generator=g, device=dev
-    )
+    k_t = shapes.n_classes.to(dev).view(b, 1)
+    limit = torch.where(k_t > 0, 1.0 / k_t.clamp_min(1) + 0.05, 0.99)
+    tv = ties.to(dev)
+    eligible = (tv <= limit) | (tv <= tv.amin(dim=1, keepdim=True))
+    t_scores = torch.rand(b, pool, generator=g, device=dev) + eligible.to(torch.float32)
+    t_idx = t_scores.argmax(dim=1)  # uniform among the eligible nodes
     target = nodes.gather(2, t_idx.view(b, 1, 1).expand(b, n, 1)).squeeze(2)
-    scores = torch.rand(b, pool, generator=g, device=dev)
-    scores.scatter_(1, t_idx.view(b, 1), 2.0)  # the target is never a feature
-    f_idx = torch.argsort(scores, dim=1)[:, :f_max]
+    und = (adjacency | adjacency.transpose(1, 2)).to(nodes.dtype)
+    onehot = torch.zeros(b, pool, 1, device=dev, dtype=nodes.dtype).scatter_(1, t_idx.view(b, 1, 1), 1.0)
+    hop1 = torch.bmm(und, onehot)
+    hop2 = torch.bmm(und, hop1)
+    near = (hop1 > 0).to(nodes.dtype) + 0.5 * ((hop2 > 0) & (hop1 == 0)).to(nodes.dtype)
+    live = (nodes.abs().amax(dim=1) > 0).to(nodes.dtype)  # constant nodes come last
+    scores = torch.rand(b, pool, generator=g, device=dev, dtype=nodes.dtype) + near.squeeze(2)
+    scores = scores + 3.0 * live
+    scores.scatter_(1, t_idx.view(b, 1), -1.0)  # the target is never a feature
+    f_idx = torch.argsort(scores, dim=1, descending=True)[:, :f_max]
     x = nodes.gather(2, f_idx.unsqueeze(1).expand(b, n, f_max))
     feature_mask = torch.arange(f_max, device=dev).unsqueeze(0) < n_feat.unsqueeze(1)
     # -- irrelevant features: fresh noise, independent of everything -----------------------

@@ -89,11 +89,16 @@ class SCMConfig(DatasetConfig):
     :param n_layers: layers of the DAG below the root causes (uniform, one value per batch call).
     :param hidden: nodes per layer (log-uniform, one value per batch call).
     :param edge_prob: per-dataset probability that a parent->child edge exists.
-    :param noise_std: per-dataset std of the Gaussian noise added to every node (log-uniform).
+    :param n_causes: live root causes per dataset (log-uniform, at most ``hidden``); every other
+        node is a function of these (plus noise), so the features are informative about each other
+        and about the target.
+    :param noise_std: per-dataset std of the Gaussian noise added to every node's standardised
+        pre-activation (log-uniform), i.e. a noise-to-signal std ratio.
     """
 
     n_layers: tuple[int, int] = (1, 4)
     hidden: tuple[int, int] = (8, 32)
+    n_causes: tuple[int, int] = (1, 8)
     edge_prob: tuple[float, float] = (0.2, 1.0)
     noise_std: tuple[float, float] = (1e-3, 0.3)
 
@@ -101,6 +106,7 @@ class SCMConfig(DatasetConfig):
         super().__post_init__()
         check_range("n_layers", self.n_layers, 1)
         check_range("hidden", self.hidden, 1)
+        check_range("n_causes", self.n_causes, 1)
         check_range("edge_prob", self.edge_prob, 0.0, 1.0)
         check_range("noise_std", self.noise_std, 1e-8)
 
@@ -113,11 +119,14 @@ class TreeSCMConfig(DatasetConfig):
     :param hidden: nodes per layer.
     :param depth: tree depth, uniform per node in this range (ORION-MSP: 1 to 4).
     :param n_trees: trees averaged per node (1 = a decision tree, more = a small random forest).
-    :param noise_std: std of Gaussian noise added to every node (log-uniform per dataset).
+    :param n_causes: live root causes per dataset (log-uniform, at most ``hidden``).
+    :param noise_std: std of Gaussian noise added to every node's standardised tree output
+        (log-uniform per dataset), i.e. a noise-to-signal std ratio.
     """
 
     n_layers: tuple[int, int] = (1, 3)
     hidden: tuple[int, int] = (8, 32)
+    n_causes: tuple[int, int] = (1, 8)
     depth: tuple[int, int] = (1, 4)
     n_trees: tuple[int, int] = (1, 2)
     noise_std: tuple[float, float] = (1e-3, 0.3)
@@ -126,6 +135,7 @@ class TreeSCMConfig(DatasetConfig):
         super().__post_init__()
         check_range("n_layers", self.n_layers, 1)
         check_range("hidden", self.hidden, 1)
+        check_range("n_causes", self.n_causes, 1)
         check_range("depth", self.depth, 1, 8)
         check_range("n_trees", self.n_trees, 1)
         check_range("noise_std", self.noise_std, 1e-8)

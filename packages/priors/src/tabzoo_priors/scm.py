@@ -1,7 +1,12 @@
 """SCM priors: MLP-style (ORION-MSP B.1.1) and tree-based (B.1.2), batched over datasets.
 
-Both build a layered random DAG per dataset. Layer 0 holds the root causes; every node of
-layer ``l + 1`` is a mechanism of nodes of layer ``l`` plus Gaussian noise. All datasets of a
+Both build a layered random DAG per dataset. Layer 0 holds the root causes (``n_causes`` live
+ones per dataset, so the data lie near a low-dimensional latent, as real tables do); every node
+of layer ``l + 1`` is a mechanism of nodes of layer ``l`` plus Gaussian noise whose std is a
+fraction ``noise_std`` of the (standardised) signal. The node pool (causes and layers 1..L)
+then goes to :func:`~tabzoo_priors._assemble.assemble`, which draws the target among the
+non-root nodes whose values can carry the task's classes and the features preferably from the
+target's neighbourhood in the DAG (so that the tasks are learnable). All datasets of a
 call share the number of rows, layers and nodes per layer (so one batched op serves them all);
 weights, edges, activations, trees, noise levels, cause distributions, feature and target
 choice, class counts and the other knobs differ per dataset.
@@ -24,17 +29,25 @@ from tabzoo_priors.trees import tree_layer
 __all__ = ["SCMPrior", "TreeSCMPrior", "EpisodePrior"]
 
 
+
 def _log_uniform(g: torch.Generator, n: int, rng: tuple[float, float]) -> torch.Tensor:
     lo, hi = math.log(rng[0]), math.log(rng[1])
     return torch.exp(lo + (hi - lo) * torch.rand(n, generator=g))
 
 
-def _root_causes(b: int, n: int, h: int, g: torch.Generator, device: torch.device) -> torch.Tensor:
-    """``[b, n, h]`` causes: per dataset Gaussian or uniform, standardised per node."""
+def _root_causes(
+    b: int, n: int, h: int, n_causes: torch.Tensor, g: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """``[b, n, h]`` causes: per dataset Gaussian or uniform, standardised per node.
+
+    Only the first ``n_causes[i]`` columns of dataset ``i`` are causes; the others are 0 (they
+    feed nothing), so every later node is a function of a low-dimensional latent.
+    """
     is_uniform = torch.rand(b, 1, 1, generator=g, device=device) < 0.5
     normal = torch.randn(b, n, h, generator=g, device=device)
     unif = torch.rand(b, n, h, generator=g, device=device) * 2.0 - 1.0
-    return standardize(torch.where(is_uniform, unif, normal), dim=1)
+    live = torch.arange(h, device=device).view(1, 1, h) < n_causes.view(b, 1, 1)
+    return standardize(torch.where(is_uniform, unif, normal), dim=1) * live
 
 
 class EpisodePrior:
@@ -69,9 +82,9 @@ class EpisodePrior:
         device = torch.device(device)
         g_cpu, g_dev = generators(seed, device)
         shapes = sample_shapes(self.config, batch_size, g_cpu, n_rows=n_rows)
-        nodes, n_candidates = self._nodes(batch_size, shapes.n_rows, shapes.max_features,
-                                          g_cpu, g_dev, device)
-        return assemble(nodes, n_candidates, shapes, self.config, g_dev)
+        nodes, ties, adj = self._nodes(batch_size, shapes.n_rows, shapes.max_features,
+                                    g_cpu, g_dev, device)
+        return assemble(nodes, ties, adj, shapes, self.config, g_dev)
 
     def sample(
         self, batch_size: int, *, seed: int, device: str | torch.device = "cpu",
@@ -86,15 +99,24 @@ class EpisodePrior:
     def _nodes(
         self, b: int, n: int, f_max: int, g_cpu: torch.Generator, g_dev: torch.Generator,
         device: torch.device,
-    ) -> tuple[torch.Tensor, int]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return ``(nodes [b, n, pool], ties [b, pool], adjacency [b, pool, pool])``: node
+        values, each node's largest share of rows with one (noise-free) value, and the DAG's
+        parent->child edges among the pool nodes; see :func:`~tabzoo_priors._assemble.assemble`."""
         raise NotImplementedError
 
     def _layout(self, g_cpu: torch.Generator, f_max: int) -> tuple[int, int]:
         cfg = self.config
         n_layers = uniform_int(g_cpu, *cfg.n_layers)
         hidden = log_uniform_int(g_cpu, *cfg.hidden)
-        hidden = max(hidden, math.ceil((f_max + 1) / (n_layers + 1)))
+        hidden = max(hidden, math.ceil((f_max + 1) / n_layers))  # layers 1..L alone fill x
         return n_layers, hidden
+
+    def _n_causes(self, b: int, hidden: int, g_cpu: torch.Generator, device: torch.device) -> torch.Tensor:
+        """Root causes per dataset, log-uniform in ``config.n_causes`` and at most ``hidden``."""
+        lo, hi = self.config.n_causes
+        c = _log_uniform(g_cpu, b, (lo, hi + 1)).floor().long().clamp(lo, hi)
+        return c.clamp_max(hidden).to(device)
 
 
 class SCMPrior(EpisodePrior):
@@ -103,8 +125,10 @@ class SCMPrior(EpisodePrior):
     Node ``j`` of layer ``l + 1``: ``f_j(sum_i W_ij * parent_i + eps_j)`` where the edges ``W`` are
     sparse per dataset (probability ``edge_prob``, at least one parent per node), ``f_j`` is drawn
     uniformly per node from :data:`~tabzoo_priors.activations.ACTIVATIONS` (19 functions incl.
-    random Fourier features) and ``eps_j ~ N(0, noise_std**2)``. Pre-activations and node values
-    are standardised over rows, so nothing overflows.
+    random Fourier features) and ``eps_j ~ N(0, sigma**2)``, ``sigma`` log-uniform in
+    ``noise_std`` per dataset. ``sum_i W_ij * parent_i`` is standardised over rows before the
+    noise is added (so ``sigma`` is the noise-to-signal std ratio), and so are the node values,
+    so nothing overflows or vanishes through the layers. Layer 1 reads only the live causes.
 
     Example::
 
@@ -120,29 +144,37 @@ class SCMPrior(EpisodePrior):
         edge_p = (cfg.edge_prob[0] + (cfg.edge_prob[1] - cfg.edge_prob[0]) * torch.rand(b, generator=g_cpu))
         sigma = _log_uniform(g_cpu, b, cfg.noise_std).to(device).view(b, 1, 1)
         edge_p = edge_p.to(device).view(b, 1, 1)
-        h = _root_causes(b, n, hidden, g_dev, device)
-        layers = [h]
-        for _ in range(n_layers):
+        n_causes = self._n_causes(b, hidden, g_cpu, device)
+        h = _root_causes(b, n, hidden, n_causes, g_dev, device)
+        rows = torch.arange(hidden, device=device).view(1, hidden, 1)
+        layers, ties, edges = [h], [], []
+        for layer in range(n_layers):
+            n_par = n_causes.view(b, 1, 1) if layer == 0 else torch.full_like(n_causes, hidden).view(b, 1, 1)
             w = torch.randn(b, hidden, hidden, generator=g_dev, device=device)
             keep = torch.rand(b, hidden, hidden, generator=g_dev, device=device) < edge_p
-            forced = torch.randint(0, hidden, (b, 1, hidden), generator=g_dev, device=device)
+            keep &= rows < n_par  # layer 1 reads only the live causes
+            u = torch.rand(b, 1, hidden, generator=g_dev, device=device)
+            forced = (u * n_par).long().clamp_max(hidden - 1)
             keep.scatter_(1, forced, True)  # every child keeps at least one parent
             w = w * keep / keep.sum(1, keepdim=True).clamp_min(1).sqrt()
-            pre = torch.bmm(h, w)
+            pre = standardize(torch.bmm(h, w))
             pre = pre + sigma * torch.randn(b, n, hidden, generator=g_dev, device=device)
             codes = torch.randint(0, len(ACTIVATIONS), (b, hidden), generator=g_dev, device=device)
             h = standardize(apply_activations(standardize(pre), codes, g_dev))
             layers.append(h)
-        return torch.cat(layers, dim=2), hidden
+            ties.append(_edge_tie_share(h))
+            edges.append(keep)
+        return _finish(layers, ties, edges)
 
 
 class TreeSCMPrior(EpisodePrior):
     """Tree SCM prior (ORION-MSP appendix B.1.2).
 
     Node ``j`` of layer ``l + 1`` is the mean of ``n_trees`` random decision trees over the nodes of
-    layer ``l`` (random split feature, threshold = that feature's value at a random row, depth
-    uniform in ``depth`` per node, leaf values Gaussian or uniform per dataset) plus Gaussian
-    noise. The relationships are piecewise constant.
+    layer ``l`` (random split feature, threshold = midpoint of that feature's values at two
+    random rows, depth uniform in ``depth`` per tree, leaf values Gaussian or uniform per
+    dataset), standardised, plus Gaussian noise of std ``sigma`` (log-uniform in ``noise_std``
+    per dataset, relative to the standardised signal). The relationships are piecewise constant.
 
     Example::
 
@@ -157,11 +189,57 @@ class TreeSCMPrior(EpisodePrior):
         n_layers, hidden = self._layout(g_cpu, f_max)
         n_trees = uniform_int(g_cpu, *cfg.n_trees)
         sigma = _log_uniform(g_cpu, b, cfg.noise_std).to(device).view(b, 1, 1)
-        h = _root_causes(b, n, hidden, g_dev, device)
-        layers = [h]
-        for _ in range(n_layers):
-            out = tree_layer(h, hidden, n_trees, cfg.depth, g_dev)
-            out = out + sigma * torch.randn(b, n, hidden, generator=g_dev, device=device)
+        n_causes = self._n_causes(b, hidden, g_cpu, device)
+        h = _root_causes(b, n, hidden, n_causes, g_dev, device)
+        layers, ties, edges = [h], [], []
+        for layer in range(n_layers):
+            out, parents = tree_layer(h, hidden, n_trees, cfg.depth, g_dev,
+                                      n_inputs=n_causes if layer == 0 else None, return_parents=True)
+            edges.append(parents)
+            ties.append(_tie_share(out))
+            out = standardize(out) + sigma * torch.randn(b, n, hidden, generator=g_dev, device=device)
             h = standardize(out)
             layers.append(h)
-        return torch.cat(layers, dim=2), hidden
+        return _finish(layers, ties, edges)
+
+
+def _pool_adjacency(blocks: list[torch.Tensor]) -> torch.Tensor:
+    """``[b, pool, pool]`` parent->child mask of the node pool (the causes, then layers 1..L,
+    ``hidden`` nodes each) from the ``[b, hidden, hidden]`` parent->child masks of the L layers."""
+    b, hid, _ = blocks[0].shape
+    n_l = len(blocks) + 1
+    adj = torch.zeros(b, n_l * hid, n_l * hid, dtype=torch.bool, device=blocks[0].device)
+    for layer, block in enumerate(blocks):
+        adj[:, layer * hid : (layer + 1) * hid, (layer + 1) * hid : (layer + 2) * hid] = block
+    return adj
+
+
+def _finish(layers: list[torch.Tensor], ties: list[torch.Tensor], edges: list[torch.Tensor]):
+    """Pool = causes + layers 1..L. Causes are never the target (tie share set to 1)."""
+    ties = [torch.ones_like(ties[0]), *ties]
+    return torch.cat(layers, dim=2), torch.cat(ties, dim=1), _pool_adjacency(edges)
+
+
+def _edge_tie_share(h: torch.Tensor) -> torch.Tensor:
+    """``[b, nodes]``: share of rows tied at a node's minimum or maximum, whichever is larger.
+
+    The activations only create ties at their extremes (ReLU/ReLU6/hardtanh clip, sign and the
+    indicator take two or three values), so this is the node's largest tie group, in O(rows).
+    """
+    lo = (h <= h.amin(dim=1, keepdim=True) + 1e-6).float().mean(1)
+    hi = (h >= h.amax(dim=1, keepdim=True) - 1e-6).float().mean(1)
+    return torch.maximum(lo, hi)
+
+
+def _tie_share(v: torch.Tensor, max_rows: int = 256) -> torch.Tensor:
+    """``[b, nodes]``: share of rows in the largest group of equal values of ``v [b, rows, nodes]``.
+
+    Rows are i.i.d., so the share is estimated on the first ``max_rows`` rows (for speed).
+    """
+    v = v[:, :max_rows]
+    b, n, m = v.shape
+    s = torch.sort(v, dim=1).values
+    new = s.diff(dim=1).abs() > 1e-6 * (1 + s[:, 1:].abs())
+    gid = torch.cat([torch.zeros(b, 1, m, dtype=torch.long, device=v.device), new.long().cumsum(1)], 1)
+    counts = torch.zeros(b, n, m, device=v.device).scatter_add_(1, gid, torch.ones_like(s))
+    return counts.amax(dim=1) / n

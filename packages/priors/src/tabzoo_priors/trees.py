@@ -14,8 +14,9 @@ __all__ = ["tree_layer"]
 
 
 def tree_layer(
-    h_in: torch.Tensor, n_out: int, n_trees: int, depth: tuple[int, int], g: torch.Generator
-) -> torch.Tensor:
+    h_in: torch.Tensor, n_out: int, n_trees: int, depth: tuple[int, int], g: torch.Generator,
+    n_inputs: torch.Tensor | None = None, return_parents: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Evaluate ``n_out * n_trees`` random trees per dataset on the nodes ``h_in``.
 
     :param h_in: ``[batch, rows, inputs]`` parent node values.
@@ -23,7 +24,11 @@ def tree_layer(
     :param n_trees: trees per output node (their outputs are averaged).
     :param depth: ``(min, max)`` depth; each tree draws its depth uniformly.
     :param g: generator on ``h_in.device``.
-    :return: ``[batch, rows, n_out]``.
+    :param n_inputs: ``[batch]``: dataset ``i`` splits only on its first ``n_inputs[i]`` inputs
+        (default: all of them).
+    :param return_parents: also return ``[batch, inputs, n_out]`` bool, True where an output's
+        trees split on an input (its parents in the DAG).
+    :return: ``[batch, rows, n_out]`` (and the parents).
     """
     b, n, n_in = h_in.shape
     dev, dt = h_in.device, h_in.dtype
@@ -31,9 +36,17 @@ def tree_layer(
     n_internal = (1 << d_max) - 1
     n_leaves = 1 << d_max
     m = n_out * n_trees
-    feat = torch.randint(0, n_in, (b, m, n_internal), generator=g, device=dev)
-    rows = torch.randint(0, n, (b, m, n_internal), generator=g, device=dev)
-    thr = h_in.reshape(b, n * n_in).gather(1, (rows * n_in + feat).view(b, -1)).view(b, m, n_internal)
+    if n_inputs is None:
+        feat = torch.randint(0, n_in, (b, m, n_internal), generator=g, device=dev)
+    else:
+        u = torch.rand(b, m, n_internal, generator=g, device=dev)
+        feat = (u * n_inputs.view(b, 1, 1)).long().clamp(0, n_in - 1)
+    # threshold: midpoint of the split feature's values at two random rows (a random threshold
+    # that rarely isolates a handful of extreme rows in a leaf)
+    rows = torch.randint(0, n, (b, m, 2 * n_internal), generator=g, device=dev)
+    flat = h_in.reshape(b, n * n_in)
+    feat2 = feat.repeat(1, 1, 2)
+    thr = flat.gather(1, (rows * n_in + feat2).view(b, -1)).view(b, m, 2, n_internal).mean(2)
     # leaf values: Gaussian or uniform per dataset; depth-d trees repeat each value 2^(D-d) times
     gauss = torch.rand(b, 1, 1, generator=g, device=dev) < 0.5
     vals = torch.where(
@@ -60,4 +73,16 @@ def tree_layer(
     out = vals.view(b, m * n_leaves).gather(
         1, ((torch.arange(m, device=dev) * n_leaves).view(1, 1, m) + leaf).view(b, n * m)
     )
-    return out.view(b, n, n_out, n_trees).mean(-1)
+    out = out.view(b, n, n_out, n_trees).mean(-1)
+    if not return_parents:
+        return out
+    # internal node i lies at level floor(log2(i + 1)); a depth-d tree uses levels < d
+    ids = torch.arange(1, n_internal + 1, device=dev)
+    level = torch.zeros_like(ids)
+    for k in range(1, d_max):
+        level += (ids >= (1 << k)).long()
+    used = (level.view(1, 1, -1) < d).to(dt)  # [b, m, n_internal]
+    parents = torch.zeros(b, n_out, n_in, device=dev, dtype=dt).scatter_add_(
+        2, feat.view(b, n_out, n_trees * n_internal), used.view(b, n_out, n_trees * n_internal)
+    )
+    return out, (parents > 0).transpose(1, 2)
