@@ -21,7 +21,7 @@ nox.options.error_on_missing_interpreters = True
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
 # core first: a failure there explains the failures of the others.
 PACKAGES.sort(key=lambda p: (p != "core", p))
-nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["third_party", "lint"]
+nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["third_party", "lint", "typing"]
 
 
 def _dist(package: str) -> str:

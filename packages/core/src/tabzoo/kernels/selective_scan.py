@@ -41,7 +41,7 @@ def _validate(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Te
     if not isinstance(A, torch.Tensor) or A.dim() != 2 or A.shape[0] != d:
         raise TabzooInputError(f"selective_scan: A must be [D={d}, N]; got {getattr(A, 'shape', A)}")
     n = A.shape[1]
-    expected = {"delta": (delta, (b, length, d)), "B": (B, (b, length, n)), "C": (C, (b, length, n))}
+    expected: dict[str, tuple[Any, tuple[int, ...]]] = {"delta": (delta, (b, length, d)), "B": (B, (b, length, n)), "C": (C, (b, length, n))}
     if D is not None:
         expected["D"] = (D, (d,))
     for name, (t, shape) in expected.items():

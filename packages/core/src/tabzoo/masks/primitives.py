@@ -146,7 +146,9 @@ def hash32(seed: int, i: torch.Tensor, t: int) -> torch.Tensor:
     seed_part = int(_mix32(seed & _M32))
     draw_part = int(_mix32(t + 0x632BE5AB))
     x = _mix32((((i & 0x7FFFFFFF) * 0x9E3779B1) & _M32) ^ seed_part)
-    return _mix32(x ^ draw_part)
+    out = _mix32(x ^ draw_part)
+    assert isinstance(out, torch.Tensor)  # a tensor in gives a tensor out
+    return out
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ class MultiHeadAttention(nn.Module):
             if n_k < n_q:
                 pad = q.new_zeros(b, self.n_heads, n_q - n_k, self.head_dim)
                 k, v = torch.cat([k, pad], dim=2), torch.cat([v, pad], dim=2)
+            assert n_context is not None  # checked when the arguments were validated
             out = kernels.linear_attention(q, k, v, n_context)
         else:
             kernel_mask = resolve_mask(mask, key_mask, b, self.n_heads, n_q, n_k, q.device)

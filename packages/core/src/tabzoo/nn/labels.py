@@ -39,12 +39,17 @@ class LabelEmbedding(nn.Module):
         else:
             self.proj = nn.Embedding(n_classes_max, d)
 
+    @property
+    def _dtype(self) -> torch.dtype:
+        """The parameters' dtype (inputs are cast to it)."""
+        return self.proj.weight.dtype  # type: ignore[return-value]
+
     def forward(self, y: torch.Tensor) -> torch.Tensor:
         """:param y: ``[...]`` labels: class indices (float or long) in ``0 .. n_classes_max-1``, or values
         for regression. :return: ``[..., d]``.
         """
         if self.n_classes_max == 0:
-            return self.proj(y.unsqueeze(-1).to(self.proj.weight.dtype))
+            return self.proj(y.unsqueeze(-1).to(self._dtype))
         if y.is_floating_point() and not bool(torch.all(y == torch.round(y))):
             raise TabzooInputError(
                 "class labels must be whole numbers (class indices); got fractional or NaN values. "
@@ -58,7 +63,7 @@ class LabelEmbedding(nn.Module):
             )
         if self.kind == "embedding":
             return self.proj(idx)
-        onehot = nn.functional.one_hot(idx, self.n_classes_max).to(self.proj.weight.dtype)
+        onehot = nn.functional.one_hot(idx, self.n_classes_max).to(self._dtype)
         return self.proj(onehot)
 
     def add_to(self, h: torch.Tensor, y: torch.Tensor, n_context: int) -> torch.Tensor:

@@ -52,7 +52,7 @@ def to_numeric(name: str, arr: np.ndarray, missing: np.ndarray, kind: str) -> np
         out[missing] = np.nan
         return out
     if kind in ("str", "mixed"):  # explicit NUMERIC request: parse every value, all must parse
-        parsed: list[int | float] = [0] * len(arr)
+        parsed: list[Any] = [0] * len(arr)  # int | float, numpy scalars included
         all_int = True
         for i in np.flatnonzero(~missing):
             v = arr[i]

@@ -307,11 +307,11 @@ class RelationalDatabase:
 
         Time columns that pandas holds as strings are parsed as DATETIME (explicitly requested).
         """
-        types = {k: dict(v) for k, v in (types or {}).items()}
+        merged: dict[str, dict[str, ColumnType | str]] = {k: dict(v) for k, v in (types or {}).items()}
         for table, col in (time_columns or {}).items():
             if table in frames and col in [str(c) for c in frames[table].columns]:
-                types.setdefault(table, {}).setdefault(col, ColumnType.DATETIME)
-        tables = {n: Table.from_pandas(df, types=types.get(n)) for n, df in frames.items()}
+                merged.setdefault(table, {}).setdefault(col, ColumnType.DATETIME)
+        tables = {n: Table.from_pandas(df, types=merged.get(n)) for n, df in frames.items()}
         return cls(tables, primary_keys, foreign_keys, time_columns, **kwargs)
 
     @classmethod

@@ -160,6 +160,7 @@ class NonDeterministic(TinyICL):
 
 
 class LosesStateOnSave(TinyICL):
+    rotation: torch.Tensor
     """Keeps a seeded projection in a non-persistent buffer: a reloaded model differs."""
 
     def __init__(self, seed: int = 0, validate: bool = True) -> None:

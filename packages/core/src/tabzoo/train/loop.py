@@ -80,8 +80,9 @@ def episode_loss(model: torch.nn.Module, logits: torch.Tensor, batch: Any) -> to
     y_query = batch.y[:, n_ctx:]
     rows = batch.row_mask[:, n_ctx:].to(logits.device)
     if batch.task == "regression":
-        if callable(getattr(model, "loss", None)):
-            return model.loss(logits, y_query, batch)
+        own_loss = getattr(model, "loss", None)
+        if callable(own_loss):
+            return own_loss(logits, y_query, batch)
         err = (logits[..., 0].float() - y_query.float()) ** 2
         return (err * rows).sum() / rows.sum().clamp_min(1)
     n_out = logits.shape[-1]

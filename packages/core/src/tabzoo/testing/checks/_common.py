@@ -169,7 +169,10 @@ def run_examples(
         ex_seed = seed * 1000 + i
         outcome = example(sizes, ex_seed)
         if outcome.failed:
-            small = shrink(sizes, lambda s, e=ex_seed: example(s, e).failed)
+            def still_fails(s: dict[str, int], e: int = ex_seed) -> bool:
+                return example(s, e).failed
+
+            small = shrink(sizes, still_fails)
             if small != sizes:
                 outcome = example(small, ex_seed)
                 sizes = small
