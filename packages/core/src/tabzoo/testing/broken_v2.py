@@ -43,28 +43,31 @@ class NormalisesOverAllRows(TinyICL):
 
 
 class PairwiseDistance(TinyICL):
-    """Adds a soft nearest-neighbour vote over ``torch.cdist`` of query rows to context rows:
-    quadratic elementwise work that a matmul-only FLOP count does not see."""
+    """Adds a soft nearest-neighbour vote over ``torch.cdist`` of query rows to context rows, 8
+    query rows at a time (so no ``[Nq, Nc]`` matrix is ever alive): quadratic work that neither a
+    matmul FLOP count nor peak memory sees."""
 
     def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         out = super().forward(x, y_context)
         nc = y_context.shape[1]
-        d = torch.cdist(x[:, nc:], x[:, :nc])  # [B, Nq, Nc]
-        w = torch.softmax(-d, dim=-1)
         onehot = nn.functional.one_hot(y_context.long().clamp(0, MAX_CLASSES - 1), MAX_CLASSES).to(x.dtype)
-        return out + 1e-3 * (w @ onehot)
+        votes = []
+        for start in range(nc, x.shape[1], 8):
+            w = torch.softmax(-torch.cdist(x[:, start:start + 8], x[:, :nc]), dim=-1)  # [B, <=8, Nc]
+            votes.append((w[..., None] * onehot[:, None]).sum(2))
+        return out + 1e-3 * torch.cat(votes, dim=1)
 
 
 class ChunkedQuadratic(TinyICL):
-    """Processes query rows in chunks of 64 against all context rows with elementwise ops:
+    """Compares query rows with all context rows by elementwise ops, 8 query rows at a time:
     memory stays linear, the total work is quadratic."""
 
     def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         out = super().forward(x, y_context)
         nc = y_context.shape[1]
         extra = []
-        for start in range(nc, x.shape[1], 64):
-            q = x[:, start:start + 64, None, :]
+        for start in range(nc, x.shape[1], 8):
+            q = x[:, start:start + 8, None, :]
             extra.append(-((q - x[:, None, :nc, :]) ** 2).sum(-1).amax(-1, keepdim=True))  # [B, chunk, 1]
         return out + 1e-3 * torch.cat(extra, dim=1)
 

@@ -166,7 +166,7 @@ def check_linear_scaling(case: ConformanceCase, axis_capability: str, *, seed: i
     asserted = ("flops", "elements", "peak_bytes")
     for n in ns:
         if len(rows) >= 2:
-            early = {k: fitted_slope([r["n"] for r in rows], [r[k] for r in rows]) for k in asserted}
+            early = {k: fitted_slope([int(r["n"]) for r in rows], [r[k] for r in rows]) for k in asserted}
             over = {k: v for k, v in early.items() if v > EARLY_STOP_SLOPE and rows[-1][k] > 0}
             projected = rows[-1]["peak_bytes"] * (n / rows[-1]["n"]) ** max(early["peak_bytes"], 1.0)
             if over:
