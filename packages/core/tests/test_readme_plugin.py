@@ -36,8 +36,8 @@ def test_readme_plugin_registers_its_architecture_and_case(plugin: dict[str, Any
 
 
 def test_readme_plugin_passes_the_kit(plugin: dict[str, Any]) -> None:
-    from tabzoo.testing import check_conformance
     from tabzoo.testing import capabilities as cap
+    from tabzoo.testing import check_conformance
 
     results = check_conformance(plugin["my_case"](), on_fail="raise", max_examples=3)
     assert {r.check for r in results} >= cap.MINIMUM["in-context"] | {cap.LINEAR_IN_ROWS}
