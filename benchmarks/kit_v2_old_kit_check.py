@@ -66,6 +66,8 @@ for name, model in (("drifts after call 2", b2.WarmsUp), ("output cache keyed on
     out[name] = run(icl_case("st", model), "determinism")
 out["batch-wide standardisation"] = {"status": "no check" if "batch_independence" not in CHECKS else run(icl_case("bs", b2.BatchStandardised), "batch_independence")["status"], "ok": True,
                                      "others": {c: run(icl_case("bs", b2.BatchStandardised), c)["status"] for c in ("context_order_invariance", "query_independence", "label_leak")}}
+out["first episode's statistics reused for all"] = {"status": "no check" if "batch_independence" not in CHECKS else "has check", "ok": True}
+out["logits scaled by the number of query rows"] = run(icl_case("nq", b2.ScalesByQueryCount), "query_independence")
 try:
     ConformanceCase("few", make_model=lambda s: None, capabilities={"determinism"})
     out["case declaring fewer than the minimum"] = {"status": "accepted", "ok": True, "message": ""}

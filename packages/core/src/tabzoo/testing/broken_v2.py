@@ -190,6 +190,26 @@ class BatchStandardised(TinyICL):
         return super().encode(x, y_context)
 
 
+class FirstEpisodeStatistics(TinyICL):
+    """Standardises every episode with the FIRST episode's context statistics: episode 0 leaks
+    into the others (changing episode 1 leaves episode 0 alone, so that alone finds nothing)."""
+
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 3:
+            ref = x[:1, : y_context.shape[1]]
+            x = (x - ref.mean(dim=1, keepdim=True)) / (ref.std(dim=1, keepdim=True) + 1e-6)
+        return super().encode(x, y_context)
+
+
+class ScalesByQueryCount(TinyICL):
+    """Divides the logits by the number of query rows (a "mean over the batch" slip): changing
+    another query row's values changes nothing, removing it does."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x, y_context)
+        return out / out.shape[1]
+
+
 # -- 3. a claim is not optional --------------------------------------------------------------
 class PlainKNN:
     """A model that is not an ``nn.Module`` and has no state_dict protocol; its projection is

@@ -129,8 +129,9 @@ def measure(case: ConformanceCase, axis: ScalingAxis, n: int, seed: int, model: 
         with torch.no_grad():
             return case.call(model, *inputs)
 
-    if warm:
-        call()  # warm-up: lazy initialisation and caches are not part of the counts
+    if warm:  # lazy initialisation, caches and the counters' own first use are not part of the counts
+        with FlopCounterMode(display=False), LiveBytes():
+            call()
     cuda = str(case.device).startswith("cuda")
     counter, tracker = FlopCounterMode(display=False), LiveBytes()
     if cuda:
