@@ -49,6 +49,7 @@ qq = icl_case("qq", QuerySeesQuery, masks=None, context_repr=None, expected_fail
 out["undecidable leak skipped (counts as ok)"] = run(qq, "no_context_query_leak")
 out["pairwise distance (cdist) with declared linear cost"] = run(icl_case("pd", b2.PairwiseDistance, scaling_axes={"linear_in_rows": axis()}), "linear_in_rows")
 out["chunked quadratic loop with declared linear cost"] = run(icl_case("cq", b2.ChunkedQuadratic, scaling_axes={"linear_in_rows": axis()}), "linear_in_rows")
+out["quadratic work in numpy (invisible to op counts)"] = run(icl_case("np", b2.NumpyPairwise, scaling_axes={"linear_in_rows": ScalingAxis(rows, base_n=64)}), "linear_in_rows")
 out["plugin bad_inputs replace the defaults"] = run(icl_case("own", b2.OwnChecksOnly, bad_inputs=b2.own_bad_inputs), "bad_input")
 try:
     out["tol_scale=1e4 hides a positional effect"] = run(icl_case("tol", b2.SlightlyPositional, tol_scale=1e4), "context_order_invariance")

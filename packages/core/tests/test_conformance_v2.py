@@ -74,6 +74,13 @@ def test_kit_counts_elementwise_work_and_ignores_the_declared_cost(model: type) 
     assert result.details["slopes"]["elements"] > 1.5
 
 
+@pytest.mark.slow
+def test_work_outside_torch_ops_is_caught_by_wall_time() -> None:
+    result = _run(icl_case("np", b2.NumpyPairwise), cap.LINEAR_IN_ROWS)
+    _caught(result, cap.LINEAR_IN_ROWS)
+    assert "outside torch" in result.message and result.details["slopes"]["elements"] < 1.15
+
+
 def test_plugin_bad_inputs_are_added_to_the_defaults() -> None:
     result = _run(icl_case("own", b2.OwnChecksOnly, bad_inputs=b2.own_bad_inputs), cap.BAD_INPUT)
     _caught(result, cap.BAD_INPUT)
