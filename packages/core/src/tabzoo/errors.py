@@ -18,6 +18,14 @@ class PluginLoadError(TabzooError, ImportError):
     """A plugin could not be loaded, or two plugins claim the same name."""
 
 
+class AmbiguousPluginError(PluginLoadError):
+    """A name is registered by two or more distributions; the message names them and how to disable either."""
+
+
+class PluginBuildError(TabzooError, RuntimeError):
+    """A plugin's ``build`` (or factory) raised; the message names its distribution and version."""
+
+
 class KernelNotSupportedError(TabzooError, RuntimeError):
     """No kernel backend supports these inputs; the message lists each backend's reasons."""
 
