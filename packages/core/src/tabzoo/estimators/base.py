@@ -241,7 +241,8 @@ class InContextEstimator(BaseEstimator):
         est._set_extra_state(state["extra"])
         est.device_ = str(resolve_device(est.device))
         model = est._load_model()
-        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"))
+        own = str(getattr(model, "architecture", type(model).__name__))
+        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=own)
         missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
         if missing or unexpected:
             raise CheckpointError(
