@@ -14,6 +14,13 @@ class TabzooInputError(TabzooError, ValueError):
     """Invalid user input: the message names the column or row and the fix."""
 
 
+class InputTypeError(TabzooInputError, TypeError):
+    """A value of a type no column can hold (a dict, a list, bytes labels, ...).
+
+    Also a ``TypeError``, as scikit-learn expects for such input.
+    """
+
+
 class PluginLoadError(TabzooError, ImportError):
     """A plugin could not be loaded, or two plugins claim the same name."""
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tabzoo.errors import TabzooInputError
+from tabzoo.errors import InputTypeError, TabzooInputError
 
 NUMERIC, BOOLEAN, CATEGORICAL = "numeric", "boolean", "categorical"
 MISSING_CODE = -1.0
@@ -76,20 +76,56 @@ def _datetime_seconds(col: np.ndarray) -> np.ndarray:
     return out
 
 
+def _value_kind(v: Any) -> str:
+    if isinstance(v, bool | np.bool_):
+        return "bool"
+    if isinstance(v, int | float | np.integer | np.floating):
+        return "number"
+    if isinstance(v, str | np.str_):
+        try:
+            float(v)
+        except ValueError:
+            return "str"
+        return "numeric str"
+    return "other"
+
+
 def _object_kind(col: np.ndarray, name: str) -> str:
-    """Decide the type of an object column from its non-missing training values."""
-    values = [v for v in col if not _is_missing(v)]
-    if values and all(isinstance(v, bool | np.bool_) for v in values):
+    """Decide the type of an object column from its non-missing training values.
+
+    All booleans: boolean. Numbers and numeric strings: numeric. Strings (with or without
+    numeric strings among them): categorical. Anything else raises: a dict, list, bytes,
+    timedelta, ... (:class:`InputTypeError`, a ``TypeError`` as scikit-learn expects), and a
+    column that mixes booleans with numbers or strings, or numbers with non-numeric strings
+    (:class:`TabzooInputError`); the message names the column, the rows and the fix.
+    """
+    first: dict[str, int] = {}
+    for i, v in enumerate(col):
+        if not _is_missing(v):
+            first.setdefault(_value_kind(v), i)
+    if "other" in first:
+        i = first["other"]
+        v = col[i]
+        fix = ("convert it to seconds, e.g. df[col].dt.total_seconds()" if "timedelta" in type(v).__name__.lower()
+               else "decode bytes to str" if isinstance(v, bytes | np.bytes_)
+               else "encode it as a number or a string, or drop the column")
+        raise InputTypeError(
+            f"column {name!r} row {i} holds a {type(v).__name__} ({v!r:.60}): float() argument must be a "
+            f"string or a real number, not {type(v).__name__!r}; {fix}."
+        )
+    kinds = set(first)
+    if not kinds or kinds <= {"number", "numeric str"}:
+        return NUMERIC
+    if kinds == {"bool"}:
         return BOOLEAN
-    for v in values:
-        if isinstance(v, str | bytes | np.str_ | np.bytes_):
-            try:
-                float(v)
-            except ValueError:
-                return CATEGORICAL
-            continue
-        float(v)  # a dict, list, ... raises TypeError, as numeric estimators do
-    return NUMERIC
+    if kinds <= {"str", "numeric str"}:
+        return CATEGORICAL
+    (ka, ra), (kb, rb) = sorted(first.items(), key=lambda kv: kv[1])[:2]
+    raise TabzooInputError(
+        f"column {name!r} mixes value types: row {ra} is a {ka} ({col[ra]!r}) but row {rb} is a {kb} "
+        f"({col[rb]!r}). Clean the column, or make it one type, e.g. df[{name!r}].astype(str) for a "
+        "categorical column."
+    )
 
 
 def _to_float(col: np.ndarray, name: str) -> np.ndarray:
@@ -137,6 +173,7 @@ class TabularPreprocessor:
         self.fill = np.zeros(0)
         self.center = np.zeros(0)
         self.scale = np.ones(0)
+        self.prescale = np.ones(0)
 
     # -- splitting an input into raw columns --------------------------------------------------
     @staticmethod
@@ -179,7 +216,15 @@ class TabularPreprocessor:
             elif spec.kind == BOOLEAN:
                 vals = np.empty(len(col), dtype=np.float64)
                 for i, v in enumerate(col):
-                    vals[i] = np.nan if _is_missing(v) else float(bool(v))
+                    if _is_missing(v):
+                        vals[i] = np.nan
+                    elif isinstance(v, bool | np.bool_):
+                        vals[i] = float(bool(v))
+                    else:
+                        raise TabzooInputError(
+                            f"column {names[j]!r} was boolean in fit but row {i} holds {v!r}; pass "
+                            "True/False (or None for missing), or refit with the new column type."
+                        )
                 out[:, j] = vals
             else:
                 out[:, j] = _to_float(col, names[j])
@@ -210,6 +255,12 @@ class TabularPreprocessor:
         self.fill = np.zeros(n)
         self.center = np.zeros(n)
         self.scale = np.ones(n)
+        # a power of two dividing columns whose values come near the float64 range (1e308), so
+        # that the median, quartiles and differences below can't overflow (exact: powers of 2)
+        with np.errstate(invalid="ignore"):
+            top = np.nanmax(np.abs(enc), axis=0, initial=0.0) if enc.size else np.zeros(n)
+        self.prescale = np.where(np.isfinite(top) & (top > 1e300), 2.0 ** np.ceil(np.log2(np.maximum(top, 1.0))), 1.0)
+        enc = enc / self.prescale[None, :]
         for j, spec in enumerate(self.columns):
             col = enc[:, j]
             finite = col[np.isfinite(col)]
@@ -239,10 +290,17 @@ class TabularPreprocessor:
                 "pass the same columns as in fit."
             )
         enc = self._encode(cols, names)
+        if not np.isfinite(enc[~np.isnan(enc)]).all():
+            r, c = (int(i) for i in np.argwhere(np.isinf(enc))[0])
+            raise TabzooInputError(
+                f"X row {r}, column {names[c]!r} is infinite; replace inf by NaN (missing) or a finite value."
+            )
+        enc = enc / self.prescale[None, :]
         enc = np.where(np.isnan(enc), self.fill[None, :], enc)
-        if not np.isfinite(enc).all():
-            raise TabzooInputError("X contains infinity; replace inf by NaN (missing) or a finite value.")
-        z = (enc - self.center[None, :]) / self.scale[None, :]
+        with np.errstate(over="ignore"):
+            z = (enc - self.center[None, :]) / self.scale[None, :]
+        # a query value far beyond the training range may overflow: it is an outlier like any other
+        z = np.clip(z, -1e300, 1e300)
         return soft_clip(z, self.clip).astype(np.float32)
 
     def fit_transform(self, X: Any) -> np.ndarray:
@@ -262,6 +320,7 @@ class TabularPreprocessor:
             "fill": self.fill.astype(np.float64),
             "center": self.center.astype(np.float64),
             "scale": self.scale.astype(np.float64),
+            "prescale": self.prescale.astype(np.float64),
         }
 
     @classmethod
@@ -274,6 +333,7 @@ class TabularPreprocessor:
         pre.fill = np.asarray(state["fill"], dtype=np.float64)
         pre.center = np.asarray(state["center"], dtype=np.float64)
         pre.scale = np.asarray(state["scale"], dtype=np.float64)
+        pre.prescale = np.asarray(state.get("prescale", np.ones_like(pre.scale)), dtype=np.float64)
         return pre
 
 
