@@ -16,9 +16,17 @@ applies the stored statistics to any rows. What happens per column type:
 
 Then every column, whatever its type, is robustly normalised with the training median and the
 interquartile range (``IQR / 1.349``, the standard deviation of a normal; the standard deviation
-when the IQR is 0; 1 when the column is constant), and outliers are soft-clipped: values within
+when the IQR is 0; 1 when the column is constant, which includes a spread below ``1e-12`` of
+the column's largest magnitude or below ``1e-300``, e.g. columns of subnormal numbers). A column
+whose values exceed ``1e300`` is first divided by a power of two, so values up to the float64 limit
+(``1.8e308``) are normalised without overflow; the result does not depend on a column's scale.
+Then outliers are soft-clipped: values within
 ``clip`` (default 4) robust standard deviations are unchanged, beyond that they grow only
-logarithmically, ``sign(z) * (clip + log1p(|z| - clip))``. The output is finite ``float32``.
+logarithmically, ``sign(z) * (clip + log1p(|z| - clip))`` (a query value so far out that ``z``
+overflows counts as ``z = 1e300``). The output is finite ``float32``.
+
+Object columns must hold one kind of value: numbers (and numeric strings), strings, or booleans.
+A column mixing them, or holding dicts, lists, bytes or timedeltas, raises (see ``_object_kind``).
 """
 
 from __future__ import annotations
@@ -259,7 +267,9 @@ class TabularPreprocessor:
         # that the median, quartiles and differences below can't overflow (exact: powers of 2)
         with np.errstate(invalid="ignore"):
             top = np.nanmax(np.abs(enc), axis=0, initial=0.0) if enc.size else np.zeros(n)
-        self.prescale = np.where(np.isfinite(top) & (top > 1e300), 2.0 ** np.ceil(np.log2(np.maximum(top, 1.0))), 1.0)
+        huge = np.isfinite(top) & (top > 1e300)
+        self.prescale = np.ones(n)
+        self.prescale[huge] = np.exp2(np.floor(np.log2(top[huge])))  # values land in [-2, 2]
         enc = enc / self.prescale[None, :]
         for j, spec in enumerate(self.columns):
             col = enc[:, j]
@@ -272,10 +282,13 @@ class TabularPreprocessor:
             med = float(np.median(col)) if col.size else 0.0
             q75, q25 = (np.percentile(col, [75, 25]) if col.size else (0.0, 0.0))
             scale = float(q75 - q25) / 1.349
-            if not scale > 1e-12:
+            # a spread below 1e-12 of the column's magnitude is rounding noise, and one below the
+            # smallest normal float64 can't be divided by accurately: both count as constant
+            floor = max(1e-12 * float(np.max(np.abs(col))) if col.size else 0.0, 1e-300)
+            if not scale > floor:
                 scale = float(np.std(col)) if col.size else 0.0
             self.center[j] = med
-            self.scale[j] = scale if scale > 1e-12 else 1.0
+            self.scale[j] = scale if scale > floor else 1.0
         return self
 
     def transform(self, X: Any) -> np.ndarray:
