@@ -146,6 +146,12 @@ def _to_float(col: np.ndarray, name: str) -> np.ndarray:
         if _is_missing(v):
             out[i] = np.nan
             continue
+        if not isinstance(v, str | np.str_ | int | float | np.integer | np.floating) or isinstance(v, bool | np.bool_):
+            raise InputTypeError(
+                f"column {name!r} was numeric in fit but row {i} holds a {type(v).__name__} ({v!r:.60}): "
+                f"float() argument must be a string or a real number, not {type(v).__name__!r}. Pass "
+                "numbers in this column, as in fit."
+            )
         try:
             out[i] = float(v)
         except ValueError as exc:
