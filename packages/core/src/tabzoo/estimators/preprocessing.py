@@ -31,7 +31,9 @@ A column mixing them, or holding dicts, lists, bytes or timedeltas, raises (see 
 
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,7 +89,7 @@ def _datetime_seconds(col: np.ndarray) -> np.ndarray:
 def _value_kind(v: Any) -> str:
     if isinstance(v, bool | np.bool_):
         return "bool"
-    if isinstance(v, int | float | np.integer | np.floating):
+    if isinstance(v, numbers.Real | decimal.Decimal):  # int, float, numpy numbers, Fraction, Decimal
         return "number"
     if isinstance(v, str | np.str_):
         try:
@@ -146,7 +148,7 @@ def _to_float(col: np.ndarray, name: str) -> np.ndarray:
         if _is_missing(v):
             out[i] = np.nan
             continue
-        if not isinstance(v, str | np.str_ | int | float | np.integer | np.floating) or isinstance(v, bool | np.bool_):
+        if not isinstance(v, str | np.str_ | numbers.Real | decimal.Decimal) or isinstance(v, bool | np.bool_):
             raise InputTypeError(
                 f"column {name!r} was numeric in fit but row {i} holds a {type(v).__name__} ({v!r:.60}): "
                 f"float() argument must be a string or a real number, not {type(v).__name__!r}. Pass "
