@@ -327,7 +327,8 @@ class PluginRegistry:
 
 
 def _validate(kind: str, obj: Any) -> Any:
-    expected = {"architectures": ArchitectureSpec, "priors": PriorSpec}.get(kind)
+    expected: type[ArchitectureSpec] | type[PriorSpec] | None = {
+        "architectures": ArchitectureSpec, "priors": PriorSpec}.get(kind)
     if expected is not None and not isinstance(obj, expected):
         raise PluginLoadError(
             f"register() for {kind} expects a {expected.__name__}, got {type(obj).__name__}; "

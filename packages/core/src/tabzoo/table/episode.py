@@ -364,10 +364,10 @@ def _float32_array(a: Any, name: str) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             over = np.isfinite(arr) & (np.abs(arr) > big)
         if over.any():
-            where = tuple(int(i) for i in np.argwhere(over)[0])
-            at = f"row {where[0]}" + (f", feature {where[1]}" if len(where) > 1 else "")
+            pos: tuple[int, ...] = tuple(int(i) for i in np.argwhere(over)[0].tolist())
+            at = f"row {pos[0]}" + (f", feature {pos[1]}" if len(pos) > 1 else "")
             raise InvalidValueError(
-                f"{name} {at} is {arr[where]!r}, beyond the float32 range (+-3.4e38) of episodes; "
+                f"{name} {at} is {arr[pos]!r}, beyond the float32 range (+-3.4e38) of episodes; "
                 "rescale it (e.g. standardise the column) first"
             )
     try:
