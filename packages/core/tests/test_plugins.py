@@ -75,11 +75,20 @@ def test_hook_that_raises_is_recorded(site: Path, monkeypatch: pytest.MonkeyPatc
     assert reg.names("priors") == ["toyprior"]
 
 
-def test_duplicate_name_names_both_distributions(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_duplicate_name_is_ambiguous_not_fatal(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabzoo.errors import AmbiguousPluginError
+
     make_dist(site, "tz-dup", "tzdup", "tz_dup_plugin", GOOD.format(arch="toy", prior="other"), "2.0")
-    with pytest.raises(PluginLoadError, match=r"tz-dup 2\.0.*|tz-good 1\.0.*") as info:
+    with pytest.warns(RuntimeWarning, match="ambiguous"):
+        reg = _load(monkeypatch, allow="tzgood,tzdup")
+    with pytest.raises(AmbiguousPluginError, match=r"tz-dup 2\.0.*tz-good 1\.0|tz-good 1\.0.*tz-dup 2\.0") as info:
+        reg.get("architectures", "toy")
+    assert "TABZOO_DISABLE_PLUGINS=tzgood" in str(info.value) and "TABZOO_DISABLE_PLUGINS=tzdup" in str(info.value)
+    assert "toy" not in reg.names("architectures")
+    assert reg.names("priors") == ["other", "toyprior"]  # every other name works
+    monkeypatch.setenv("TABZOO_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginLoadError, match="ambiguous"):
         _load(monkeypatch, allow="tzgood,tzdup")
-    assert "tz-good" in str(info.value) and "tz-dup" in str(info.value)
 
 
 def test_unknown_name_error_lists_installed(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,14 +3,33 @@
 A checkpoint at stem ``path`` is the pair ``path.safetensors`` + ``path.json``. The JSON holds
 the architecture name, its config, the package versions, the prior, the training steps, any
 extra metadata, and the SHA-256 of the weights file, so that a truncated or mismatched file is
-refused before anything is loaded. Both files are written atomically (temporary file + rename),
-weights first; a crash between the two renames leaves a hash mismatch, which loading reports.
+refused before anything is loaded.
+
+Saving under faults (a kill -9 at any point, or two processes saving to one stem at once) never
+yields a mixed pair:
+
+1. the writer takes an exclusive ``flock`` on the folder (readers take a shared one), so saves
+   to one folder are serialised and a reader never sees half of a save;
+2. it removes what an earlier killed save left (``.<name>.pending`` and ``*.tmp`` files);
+3. it writes both new files completely as ``.<stem>.safetensors.pending`` and
+   ``.<stem>.json.pending`` (each through a temporary file, fsync, rename);
+4. it renames the weights into place, then the JSON.
+
+A kill before step 4 leaves the previous pair untouched. A kill between the two renames of step 4
+leaves the new weights beside the old JSON, and the new JSON complete as ``.pending``: loading
+finds that the pending JSON's SHA-256 matches the weights and uses it (the next save completes the
+rename). Any other mismatch is refused with :class:`~tabzoo.errors.CheckpointError`.
+
+The JSON's ``format`` is ``tabzoo-checkpoint/<version>``; a file of a newer version, or whose
+``architecture`` is not the one asked for, is refused with a message that says what to do.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +42,7 @@ from tabzoo.checkpoint.io import (
     atomic_write,
     bytes_to_tensors,
     flatten_state,
+    folder_lock,
     read_bytes,
     read_json,
     sha256,
@@ -77,30 +97,101 @@ def _versions() -> dict[str, str]:
     return {"tabzoo-core": __version__, "torch": torch.__version__}
 
 
+def _pending(p: Path) -> Path:
+    return p.with_name(f".{p.name}.pending")
+
+
+def _clear_leftovers(weights: Path, meta_path: Path) -> None:
+    """Remove what a killed save of this stem left behind (call with the exclusive lock held)."""
+    for target in (weights, meta_path):
+        for junk in [_pending(target), *target.parent.glob(f".{target.name}.*.tmp"),
+                     *target.parent.glob(f".{_pending(target).name}.*.tmp")]:
+            try:
+                junk.unlink()
+            except FileNotFoundError:
+                pass
+
+
 def _write_pair(path: str | Path, tensors: Mapping[str, torch.Tensor], meta: dict[str, Any]) -> Path:
     weights, meta_path = _paths(path)
     data = tensors_to_bytes(tensors)
     meta = {**meta, "sha256": sha256(data), "n_tensors": len(tensors)}
-    atomic_write(weights, data)
-    atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True).encode("utf-8"))
+    text = json.dumps(meta, indent=2, sort_keys=True).encode("utf-8")
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    with folder_lock(weights.parent, exclusive=True):
+        _clear_leftovers(weights, meta_path)
+        pw, pj = _pending(weights), _pending(meta_path)
+        try:
+            atomic_write(pw, data)
+            atomic_write(pj, text)
+            os.replace(pw, weights)
+            os.replace(pj, meta_path)
+        except BaseException:
+            for p in (pw, pj):
+                if p.exists():
+                    p.unlink()
+            raise
     return weights
+
+
+_FORMAT_RE = re.compile(r"^(tabzoo-(?:checkpoint|state))/(\d+)$")
+
+
+def _check_format(meta: dict[str, Any], meta_path: Path, expected_format: str) -> None:
+    found = meta.get("format")
+    if found == expected_format:
+        return
+    want = _FORMAT_RE.match(expected_format)
+    got = _FORMAT_RE.match(found) if isinstance(found, str) else None
+    if want and got and got.group(1) == want.group(1) and int(got.group(2)) > int(want.group(2)):
+        from tabzoo import __version__
+
+        written = meta.get("versions", {}).get("tabzoo-core", "?") if isinstance(meta.get("versions"), dict) else "?"
+        raise CheckpointError(
+            f"{meta_path} has format version {got.group(2)} (written by tabzoo-core {written}); this "
+            f"tabzoo-core {__version__} reads version {want.group(2)} only. Upgrade: pip install -U tabzoo-core."
+        )
+    raise CheckpointError(
+        f"{meta_path} has format {found!r}, expected {expected_format!r}; "
+        "it was not written by this kind of tabzoo save."
+    )
 
 
 def _read_pair(path: str | Path, expected_format: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     weights, meta_path = _paths(path)
-    meta = read_json(meta_path)
-    if meta.get("format") != expected_format:
-        raise CheckpointError(
-            f"{meta_path} has format {meta.get('format')!r}, expected {expected_format!r}; "
-            "it was not written by this kind of tabzoo save."
-        )
-    data = read_bytes(weights)
-    if sha256(data) != meta.get("sha256"):
-        raise CheckpointError(
-            f"{weights} does not match the SHA-256 recorded in {meta_path.name}: the weights are "
-            "truncated, corrupt, or from another save. Nothing was loaded; save the checkpoint again."
-        )
+    with folder_lock(weights.parent, exclusive=False):
+        meta = read_json(meta_path)
+        _check_format(meta, meta_path, expected_format)
+        data = read_bytes(weights)
+        digest = sha256(data)
+        if digest != meta.get("sha256"):
+            pending = _pending(meta_path)
+            newer = None
+            if pending.exists():  # a save killed between its two renames: roll forward
+                try:
+                    newer = read_json(pending)
+                except CheckpointError:
+                    newer = None
+            if newer is None or newer.get("sha256") != digest:
+                raise CheckpointError(
+                    f"{weights} does not match the SHA-256 recorded in {meta_path.name}: the weights are "
+                    "truncated, corrupt, or from another save. Nothing was loaded; save the checkpoint again."
+                )
+            _check_format(newer, pending, expected_format)
+            meta = newer
     return bytes_to_tensors(data, weights), meta
+
+
+def _check_architecture(meta: dict[str, Any], path: str | Path, architecture: str | None) -> None:
+    if architecture is None:
+        return
+    found = meta.get("architecture")
+    if found != architecture:
+        raise CheckpointError(
+            f"checkpoint {path} holds architecture {found!r} (its JSON says so), not {architecture!r}. "
+            f"Load it with the {found!r} model (tabzoo.checkpoint.load_model(path) builds the right "
+            f"one), or pick a checkpoint of {architecture!r}."
+        )
 
 
 def save_checkpoint(
@@ -139,25 +230,37 @@ def save_checkpoint(
     return _write_pair(path, tensors, meta)
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
-    """Load a checkpoint saved by :func:`save_checkpoint`; refuses corrupt or partial files."""
+def load_checkpoint(path: str | Path, *, architecture: str | None = None) -> Checkpoint:
+    """Load a checkpoint saved by :func:`save_checkpoint`; refuses corrupt or partial files.
+
+    :param architecture: when given, the architecture the JSON must name.
+    :raises CheckpointError: missing, truncated, corrupt, mixed, newer-format or other-architecture files.
+    """
     tensors, meta = _read_pair(path, FORMAT)
+    _check_architecture(meta, path, architecture)
     return Checkpoint(tensors=tensors, meta=meta)
 
 
-def load_model(path: str | Path, build: Any = None, *, strict: bool = True) -> torch.nn.Module:
+def load_model(
+    path: str | Path, build: Any = None, *, strict: bool = True, architecture: str | None = None
+) -> torch.nn.Module:
     """Build a model and load a checkpoint into it.
 
     :param build: ``build(config) -> nn.Module``; by default the registered architecture of
         the checkpoint's ``architecture`` name builds it.
+    :param architecture: the architecture the checkpoint must hold; by default, when ``build``
+        is given, the built model's ``architecture`` attribute (if it has one) is compared.
     """
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, architecture=architecture)
     if build is None:
         from tabzoo.plugins import get_architecture
 
         model = get_architecture(ckpt.architecture).build(ckpt.config)
     else:
         model = build(ckpt.config)
+        own = getattr(model, "architecture", None)
+        if architecture is None and isinstance(own, str):
+            _check_architecture(ckpt.meta, path, own)
     missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
     if strict and (missing or unexpected):
         raise CheckpointError(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,35 @@ def atomic_write(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, *, exclusive: bool) -> Iterator[None]:
+    """Hold an advisory ``flock`` on ``folder`` (exclusive for writers, shared for readers).
+
+    Serialises checkpoint saves to one folder across processes, so two writers never interleave
+    the files of a pair; the kernel releases it when a holder dies, even by ``kill -9``. Where
+    ``fcntl`` or ``flock`` is unavailable (Windows, some network file systems) it does nothing,
+    and loading still refuses a mixed pair by its SHA-256.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def tensors_to_bytes(tensors: Mapping[str, torch.Tensor]) -> bytes:

@@ -1,4 +1,4 @@
-"""``tabzoo plugins [--json]``: what is installed, what it provides, and what failed to load."""
+"""``tabzoo plugins [--json]``: what is installed, what it provides, what failed, what is ambiguous."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ def add_parser(sub: Any) -> None:
 
 
 def collect() -> dict[str, Any]:
-    """Plugin records as JSON-able data: the stable schema behind ``tabzoo plugins --json``."""
+    """Plugin records as JSON-able data: the stable schema behind ``tabzoo plugins --json``.
+
+    ``{"core_version", "plugins": [record + architectures/priors/kind], "conflicts":
+    [{"kind", "name", "distributions": [{"name", "distribution", "version"}], "message"}]}``.
+    """
     from tabzoo import __version__
+    from tabzoo.errors import AmbiguousPluginError
     from tabzoo.plugins import get_registry
 
     with warnings.catch_warnings():
@@ -26,21 +31,48 @@ def collect() -> dict[str, Any]:
     out = []
     for rec in reg.records:
         item = rec.as_dict()
+        archs = [reg.items["architectures"][n].obj for n in rec.provides.get("architectures", [])
+                 if n in reg.items["architectures"]]
         item["architectures"] = [
-            {
-                "name": name,
-                "kind": reg.get("architectures", name).kind,
-                "capabilities": sorted(reg.get("architectures", name).capabilities),
-            }
-            for name in rec.provides.get("architectures", [])
+            {"name": a.name, "kind": a.kind, "capabilities": sorted(a.capabilities)} for a in archs
         ]
         item["priors"] = [
-            {"name": name, "kind": reg.get("priors", name).kind} for name in rec.provides.get("priors", [])
+            {"name": n, "kind": reg.items["priors"][n].obj.kind}
+            for n in rec.provides.get("priors", []) if n in reg.items["priors"]
         ]
         kinds = sorted(k for k, v in rec.provides.items() if v)
         item["kind"] = ",".join(kinds) if kinds else None
         out.append(item)
-    return {"core_version": __version__, "plugins": out}
+    conflicts = []
+    for kind, table in reg.conflicts().items():
+        for name, records in table.items():
+            try:
+                reg.check_name(kind, name)
+                message = ""
+            except AmbiguousPluginError as exc:
+                message = str(exc)
+            conflicts.append({
+                "kind": kind, "name": name, "message": message,
+                "distributions": [{"name": r.name, "distribution": r.distribution, "version": r.version}
+                                  for r in records],
+            })
+    return {"core_version": __version__, "plugins": out, "conflicts": conflicts}
+
+
+def _status(item: dict[str, Any]) -> str:
+    if item["skipped"]:
+        return f"skipped: {item['skipped']}"
+    caps = sorted({c for a in item["architectures"] for c in a["capabilities"]})
+    problems = [f for f in item["failures"] if f["stage"] != "conflict"]
+    if not item["loaded"]:
+        return f"ERROR: {item['error']}"
+    if problems:
+        first = problems[0]
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        label = first["hook"] or first["stage"]
+        named = f" {first['name']!r}" if first["name"] else ""
+        return f"PARTLY LOADED: {label}{named}: {first['error']}{more}"
+    return ", ".join(caps) or "ok"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,16 +83,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [("NAME", "DISTRIBUTION", "VERSION", "KIND", "CAPABILITIES / STATUS")]
     for item in data["plugins"]:
-        caps = sorted({c for a in item["architectures"] for c in a["capabilities"]})
-        status = (
-            f"ERROR: {item['error']}" if item["error"]
-            else f"skipped: {item['skipped']}" if item["skipped"]
-            else ", ".join(caps) or "ok"
-        )
-        rows.append((item["name"], item["distribution"], item["version"], item["kind"] or "-", status))
+        rows.append((item["name"], item["distribution"], item["version"], item["kind"] or "-", _status(item)))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
     if len(rows) == 1:
         print("(no plugins installed: pip install tabzoo-tabflex, tabzoo-priors, ...)")
+    if data["conflicts"]:
+        print("\nAMBIGUOUS NAMES (registered by several distributions; unusable until one is disabled):")
+        for c in data["conflicts"]:
+            dists = ", ".join(f"{d['distribution']} {d['version']}" for d in c["distributions"])
+            disable = " or ".join(f"TABZOO_DISABLE_PLUGINS={d['name']}" for d in c["distributions"])
+            print(f"  {c['kind'][:-1].replace('_', ' ')} {c['name']!r}: {dists}  (fix: {disable})")
     return 0

@@ -9,6 +9,7 @@ written as CSV or Parquet by the suffix of ``--out``, or as CSV to stdout withou
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ def add_parser(sub: Any) -> None:
 
 
 def _read(path: str) -> Any:
+    """Read a CSV or Parquet file into a DataFrame, refusing what pandas would silently repair.
+
+    CSV: UTF-8 (a byte-order mark is stripped); every line must have as many fields as the
+    header (pandas would pad a short row with NaN); header names must be unique (pandas would
+    rename ``a, a`` to ``a, a.1``). Parquet: flat columns only (no list, struct or map types).
+
+    :raises TabzooInputError: naming the file, the line or column, and the fix.
+    """
     from tabzoo.errors import TabzooInputError
 
     try:
@@ -41,9 +50,89 @@ def _read(path: str) -> Any:
     suffix = Path(path).suffix.lower()
     if suffix not in READERS:
         raise TabzooInputError(f"{path}: unknown file type {suffix!r}; use .csv or .parquet.")
-    if not Path(path).exists():
+    if not Path(path).is_file():
         raise TabzooInputError(f"{path} does not exist; check the path.")
-    return getattr(pd, READERS[suffix])(path)
+    if suffix == ".csv":
+        text = _check_csv(path)
+        try:
+            return pd.read_csv(io.StringIO(text))
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+            raise TabzooInputError(f"{path} is not a readable CSV file ({exc}); fix the file.") from exc
+    return _read_parquet(path)
+
+
+def _check_csv(path: str) -> str:
+    """The text of a CSV file, after checking its encoding, header and row lengths."""
+    import csv
+
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.table.errors import DuplicateColumnError, RaggedRowsError
+
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TabzooInputError(
+            f"{path} is not UTF-8: byte {raw[exc.start]:#04x} on line {line} can't be decoded. Re-save the "
+            "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)."
+        ) from exc
+    if not text.strip():
+        raise TabzooInputError(f"{path} is empty; it needs a header line and at least one row.")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header: list[str] | None = None
+        for fields in reader:
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # a blank line: pandas skips it too
+            if header is None:
+                header = fields
+                seen: dict[str, int] = {}
+                for j, name in enumerate(header):
+                    if name in seen:
+                        raise DuplicateColumnError(
+                            f"{path}: the header names column {name!r} twice (columns {seen[name] + 1} "
+                            f"and {j + 1}); rename one so every column name is unique."
+                        )
+                    seen[name] = j
+                continue
+            if len(fields) != len(header):
+                raise RaggedRowsError(
+                    f"{path} line {reader.line_num} has {len(fields)} fields but the header has "
+                    f"{len(header)}; fix that line (quote values that contain commas, use an empty "
+                    "field for a missing value)."
+                )
+    except csv.Error as exc:
+        raise TabzooInputError(f"{path} line {reader.line_num} is not valid CSV ({exc}); fix that line.") from exc
+    return text
+
+
+def _read_parquet(path: str) -> Any:
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.table.errors import DTypeError, DuplicateColumnError
+
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - pyarrow is an optional extra
+        raise ImportError("tabzoo predict reads Parquet with pyarrow: pip install 'tabzoo-core[arrow]'.") from exc
+    import pyarrow as pa
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise TabzooInputError(f"{path} is not a readable Parquet file ({exc}); check the file.") from exc
+    names = table.column_names
+    dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if dup is not None:
+        raise DuplicateColumnError(f"{path} has two columns named {dup!r}; rename one.")
+    for field in table.schema:
+        t = field.type
+        if pa.types.is_nested(t):
+            raise DTypeError(
+                f"{path}: column {field.name!r} has the nested type {t}, which no table column holds; "
+                "flatten it into scalar columns (e.g. pyarrow.compute.struct_field / list_flatten) first."
+            )
+    return table.to_pandas()
 
 
 def _write(frame: Any, path: str | None) -> None:

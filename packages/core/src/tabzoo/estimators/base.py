@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tabzoo.errors import TabzooInputError
+from tabzoo.errors import TabzooError, TabzooInputError
 from tabzoo.estimators.preprocessing import EnsembleMember, TabularPreprocessor, make_members
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -43,7 +43,11 @@ from tabzoo.estimators.sk import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["InContextEstimator", "resolve_device"]
+__all__ = ["InContextEstimator", "NonFiniteOutputError", "resolve_device"]
+
+
+class NonFiniteOutputError(TabzooError, FloatingPointError):
+    """The model returned NaN or inf for finite, validated inputs: a bug of the model, never passed on."""
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -116,7 +120,7 @@ class InContextEstimator(BaseEstimator):
 
     def _transform_query(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "preprocessor_")
-        X = check_input_array(X)
+        X = check_input_array(X, fitting=False)
         check_n_features_and_names(self, X, reset=False)
         return self.preprocessor_.transform(X)
 
@@ -175,7 +179,16 @@ class InContextEstimator(BaseEstimator):
                     f"the model returned shape {tuple(out.shape)} for {sl.stop - sl.start} query rows and "
                     f"{len(feats)} members; an in-context model must return [batch, n_query, n_out]."
                 )
-            yield sl, out.float().cpu()
+            out = out.float().cpu()
+            bad = ~torch.isfinite(out)
+            if bool(bad.any()):
+                member, row = (int(i) for i in torch.nonzero(bad)[0][:2])
+                raise NonFiniteOutputError(
+                    f"the model of {type(self).__name__} returned a non-finite value for query row "
+                    f"{sl.start + row} (ensemble member {member}) although its inputs were finite; tabzoo "
+                    "never returns NaN predictions. Report it to the model's authors, with that row."
+                )
+            yield sl, out
 
     # -- pickle-free save / load -------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:
@@ -241,7 +254,8 @@ class InContextEstimator(BaseEstimator):
         est._set_extra_state(state["extra"])
         est.device_ = str(resolve_device(est.device))
         model = est._load_model()
-        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"))
+        own = str(getattr(model, "architecture", type(model).__name__))
+        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=own)
         missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
         if missing or unexpected:
             raise CheckpointError(

@@ -156,11 +156,22 @@ class InContextRegressor(RegressorMixin, InContextEstimator):
         """Store the preprocessed training rows and standardised targets as the context."""
         Xt = self._fit_context(X, y)
         y = regression_targets(y, Xt.shape[0])
-        self.y_mean_ = float(y.mean())
-        std = float(y.std())
-        self.y_scale_ = std if std > 1e-12 else 1.0
+        # statistics in a pre-scaled space, so targets near the float64 range (1e308) can't overflow:
+        # |mean| <= max|y| and std <= half the range <= max|y|, so both stay finite
+        top = float(np.max(np.abs(y))) if y.size else 0.0
+        top = top if top > 0 else 1.0
+        ys = y / top
+        mean_s, std_s = float(ys.mean()), float(ys.std())
+        self.y_mean_ = mean_s * top
+        std = std_s * top
+        if std > 1e-12:
+            self.y_scale_ = std
+            yc = (ys - mean_s) / std_s
+        else:
+            self.y_scale_ = 1.0
+            yc = y - self.y_mean_
         self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
-        self.y_context_ = ((y - self.y_mean_) / self.y_scale_).astype(np.float32)
+        self.y_context_ = yc.astype(np.float32)
         self.members_ = self._make_members(Xt.shape[1], 1)
         return self
 
@@ -180,4 +191,8 @@ class InContextRegressor(RegressorMixin, InContextEstimator):
         for sl, logits in self._forward(xq, y_members):
             values = self._regression_output(logits).double()
             out[sl] = values.mean(0).numpy()
-        return out * self.y_scale_ + self.y_mean_
+        with np.errstate(over="ignore"):
+            pred = out * self.y_scale_ + self.y_mean_
+        # documented: a prediction beyond the float64 range is clipped to it, never inf
+        big = np.finfo(np.float64).max
+        return np.clip(pred, -big, big)

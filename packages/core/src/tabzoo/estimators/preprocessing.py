@@ -16,21 +16,31 @@ applies the stored statistics to any rows. What happens per column type:
 
 Then every column, whatever its type, is robustly normalised with the training median and the
 interquartile range (``IQR / 1.349``, the standard deviation of a normal; the standard deviation
-when the IQR is 0; 1 when the column is constant), and outliers are soft-clipped: values within
+when the IQR is 0; 1 when the column is constant, which includes a spread below ``1e-12`` of
+the column's largest magnitude or below ``1e-300``, e.g. columns of subnormal numbers). A column
+whose values exceed ``1e300`` is first divided by a power of two, so values up to the float64 limit
+(``1.8e308``) are normalised without overflow; the result does not depend on a column's scale.
+Then outliers are soft-clipped: values within
 ``clip`` (default 4) robust standard deviations are unchanged, beyond that they grow only
-logarithmically, ``sign(z) * (clip + log1p(|z| - clip))``. The output is finite ``float32``.
+logarithmically, ``sign(z) * (clip + log1p(|z| - clip))`` (a query value so far out that ``z``
+overflows counts as ``z = 1e300``). The output is finite ``float32``.
+
+Object columns must hold one kind of value: numbers (and numeric strings), strings, or booleans.
+A column mixing them, or holding dicts, lists, bytes or timedeltas, raises (see ``_object_kind``).
 """
 
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tabzoo.errors import TabzooInputError
+from tabzoo.errors import InputTypeError, TabzooInputError
 
 NUMERIC, BOOLEAN, CATEGORICAL = "numeric", "boolean", "categorical"
 MISSING_CODE = -1.0
@@ -76,20 +86,56 @@ def _datetime_seconds(col: np.ndarray) -> np.ndarray:
     return out
 
 
+def _value_kind(v: Any) -> str:
+    if isinstance(v, bool | np.bool_):
+        return "bool"
+    if isinstance(v, numbers.Real | decimal.Decimal):  # int, float, numpy numbers, Fraction, Decimal
+        return "number"
+    if isinstance(v, str | np.str_):
+        try:
+            float(v)
+        except ValueError:
+            return "str"
+        return "numeric str"
+    return "other"
+
+
 def _object_kind(col: np.ndarray, name: str) -> str:
-    """Decide the type of an object column from its non-missing training values."""
-    values = [v for v in col if not _is_missing(v)]
-    if values and all(isinstance(v, bool | np.bool_) for v in values):
+    """Decide the type of an object column from its non-missing training values.
+
+    All booleans: boolean. Numbers and numeric strings: numeric. Strings (with or without
+    numeric strings among them): categorical. Anything else raises: a dict, list, bytes,
+    timedelta, ... (:class:`InputTypeError`, a ``TypeError`` as scikit-learn expects), and a
+    column that mixes booleans with numbers or strings, or numbers with non-numeric strings
+    (:class:`TabzooInputError`); the message names the column, the rows and the fix.
+    """
+    first: dict[str, int] = {}
+    for i, v in enumerate(col):
+        if not _is_missing(v):
+            first.setdefault(_value_kind(v), i)
+    if "other" in first:
+        i = first["other"]
+        v = col[i]
+        fix = ("convert it to seconds, e.g. df[col].dt.total_seconds()" if "timedelta" in type(v).__name__.lower()
+               else "decode bytes to str" if isinstance(v, bytes | np.bytes_)
+               else "encode it as a number or a string, or drop the column")
+        raise InputTypeError(
+            f"column {name!r} row {i} holds a {type(v).__name__} ({v!r:.60}): float() argument must be a "
+            f"string or a real number, not {type(v).__name__!r}; {fix}."
+        )
+    kinds = set(first)
+    if not kinds or kinds <= {"number", "numeric str"}:
+        return NUMERIC
+    if kinds == {"bool"}:
         return BOOLEAN
-    for v in values:
-        if isinstance(v, str | bytes | np.str_ | np.bytes_):
-            try:
-                float(v)
-            except ValueError:
-                return CATEGORICAL
-            continue
-        float(v)  # a dict, list, ... raises TypeError, as numeric estimators do
-    return NUMERIC
+    if kinds <= {"str", "numeric str"}:
+        return CATEGORICAL
+    (ka, ra), (kb, rb) = sorted(first.items(), key=lambda kv: kv[1])[:2]
+    raise TabzooInputError(
+        f"column {name!r} mixes value types: row {ra} is a {ka} ({col[ra]!r}) but row {rb} is a {kb} "
+        f"({col[rb]!r}). Clean the column, or make it one type, e.g. df[{name!r}].astype(str) for a "
+        "categorical column."
+    )
 
 
 def _to_float(col: np.ndarray, name: str) -> np.ndarray:
@@ -102,6 +148,12 @@ def _to_float(col: np.ndarray, name: str) -> np.ndarray:
         if _is_missing(v):
             out[i] = np.nan
             continue
+        if not isinstance(v, str | np.str_ | numbers.Real | decimal.Decimal) or isinstance(v, bool | np.bool_):
+            raise InputTypeError(
+                f"column {name!r} was numeric in fit but row {i} holds a {type(v).__name__} ({v!r:.60}): "
+                f"float() argument must be a string or a real number, not {type(v).__name__!r}. Pass "
+                "numbers in this column, as in fit."
+            )
         try:
             out[i] = float(v)
         except ValueError as exc:
@@ -137,6 +189,7 @@ class TabularPreprocessor:
         self.fill = np.zeros(0)
         self.center = np.zeros(0)
         self.scale = np.ones(0)
+        self.prescale = np.ones(0)
 
     # -- splitting an input into raw columns --------------------------------------------------
     @staticmethod
@@ -179,7 +232,15 @@ class TabularPreprocessor:
             elif spec.kind == BOOLEAN:
                 vals = np.empty(len(col), dtype=np.float64)
                 for i, v in enumerate(col):
-                    vals[i] = np.nan if _is_missing(v) else float(bool(v))
+                    if _is_missing(v):
+                        vals[i] = np.nan
+                    elif isinstance(v, bool | np.bool_):
+                        vals[i] = float(bool(v))
+                    else:
+                        raise TabzooInputError(
+                            f"column {names[j]!r} was boolean in fit but row {i} holds {v!r}; pass "
+                            "True/False (or None for missing), or refit with the new column type."
+                        )
                 out[:, j] = vals
             else:
                 out[:, j] = _to_float(col, names[j])
@@ -210,6 +271,14 @@ class TabularPreprocessor:
         self.fill = np.zeros(n)
         self.center = np.zeros(n)
         self.scale = np.ones(n)
+        # a power of two dividing columns whose values come near the float64 range (1e308), so
+        # that the median, quartiles and differences below can't overflow (exact: powers of 2)
+        with np.errstate(invalid="ignore"):
+            top = np.nanmax(np.abs(enc), axis=0, initial=0.0) if enc.size else np.zeros(n)
+        huge = np.isfinite(top) & (top > 1e300)
+        self.prescale = np.ones(n)
+        self.prescale[huge] = np.exp2(np.floor(np.log2(top[huge])))  # values land in [-2, 2]
+        enc = enc / self.prescale[None, :]
         for j, spec in enumerate(self.columns):
             col = enc[:, j]
             finite = col[np.isfinite(col)]
@@ -221,10 +290,13 @@ class TabularPreprocessor:
             med = float(np.median(col)) if col.size else 0.0
             q75, q25 = (np.percentile(col, [75, 25]) if col.size else (0.0, 0.0))
             scale = float(q75 - q25) / 1.349
-            if not scale > 1e-12:
+            # a spread below 1e-12 of the column's magnitude is rounding noise, and one below the
+            # smallest normal float64 can't be divided by accurately: both count as constant
+            floor = max(1e-12 * float(np.max(np.abs(col))) if col.size else 0.0, 1e-300)
+            if not scale > floor:
                 scale = float(np.std(col)) if col.size else 0.0
             self.center[j] = med
-            self.scale[j] = scale if scale > 1e-12 else 1.0
+            self.scale[j] = scale if scale > floor else 1.0
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -239,10 +311,17 @@ class TabularPreprocessor:
                 "pass the same columns as in fit."
             )
         enc = self._encode(cols, names)
+        if not np.isfinite(enc[~np.isnan(enc)]).all():
+            r, c = (int(i) for i in np.argwhere(np.isinf(enc))[0])
+            raise TabzooInputError(
+                f"X row {r}, column {names[c]!r} is infinite; replace inf by NaN (missing) or a finite value."
+            )
+        enc = enc / self.prescale[None, :]
         enc = np.where(np.isnan(enc), self.fill[None, :], enc)
-        if not np.isfinite(enc).all():
-            raise TabzooInputError("X contains infinity; replace inf by NaN (missing) or a finite value.")
-        z = (enc - self.center[None, :]) / self.scale[None, :]
+        with np.errstate(over="ignore"):
+            z = (enc - self.center[None, :]) / self.scale[None, :]
+        # a query value far beyond the training range may overflow: it is an outlier like any other
+        z = np.clip(z, -1e300, 1e300)
         return soft_clip(z, self.clip).astype(np.float32)
 
     def fit_transform(self, X: Any) -> np.ndarray:
@@ -262,6 +341,7 @@ class TabularPreprocessor:
             "fill": self.fill.astype(np.float64),
             "center": self.center.astype(np.float64),
             "scale": self.scale.astype(np.float64),
+            "prescale": self.prescale.astype(np.float64),
         }
 
     @classmethod
@@ -274,6 +354,7 @@ class TabularPreprocessor:
         pre.fill = np.asarray(state["fill"], dtype=np.float64)
         pre.center = np.asarray(state["center"], dtype=np.float64)
         pre.scale = np.asarray(state["scale"], dtype=np.float64)
+        pre.prescale = np.asarray(state.get("prescale", np.ones_like(pre.scale)), dtype=np.float64)
         return pre
 
 

@@ -11,17 +11,20 @@ from typing import Any
 from tabzoo.plugins.hookspecs import HOOK_NAMES, hookimpl, hookspec
 from tabzoo.plugins.manager import (
     GROUP,
-    PluginRecord,
     PluginRegistry,
     get_registry,
     reset_registry,
 )
-from tabzoo.plugins.specs import ArchitectureSpec, PriorSpec, resolve_object
+from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
+from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, PriorSpec, resolve_object
 
 __all__ = [
     "GROUP",
     "HOOK_NAMES",
     "ArchitectureSpec",
+    "CaseFactory",
+    "CaseFailure",
+    "PluginFailure",
     "PluginRecord",
     "PluginRegistry",
     "PriorSpec",

@@ -1,64 +1,50 @@
 """Discovery and loading of plugins from the ``tabzoo`` entry-point group.
 
-Loading survives a broken plugin: each ``EntryPoint.load()`` and each hook call is wrapped, the
-error is recorded with the distribution and its version, a warning is given and loading goes on.
+Loading survives a broken plugin at every stage: ``EntryPoint.load()``, each hook call, each
+``register()`` (a wrong type or an invalid spec), each conformance-case factory and each
+architecture ``build``. The failure is recorded on the plugin's :class:`PluginRecord` with the
+distribution and its version, a ``RuntimeWarning`` is given and everything else keeps working.
+
+A name registered by two distributions (architecture, prior, kernel backend or conformance case)
+is *ambiguous*: neither registration is used, ``tabzoo plugins`` lists the conflict, and using the
+name raises :class:`~tabzoo.errors.AmbiguousPluginError` naming both distributions and how to
+disable either. Every other name keeps working; a conflict never silently picks a winner.
 
 Environment variables (comma-separated names; a name matches an entry-point name or a
 distribution name):
 
-* ``TABZOO_STRICT_PLUGINS=1``: raise :class:`~tabzoo.errors.PluginLoadError` instead of warning.
+* ``TABZOO_STRICT_PLUGINS=1``: raise :class:`~tabzoo.errors.PluginLoadError` at the first failure.
 * ``TABZOO_LOAD_PLUGINS``: allow-list; only these plugins are loaded.
 * ``TABZOO_DISABLE_PLUGINS``: block-list; these plugins are skipped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
 from typing import Any
 
 import pluggy
 
-from tabzoo.errors import PluginLoadError
+from tabzoo.errors import AmbiguousPluginError, PluginBuildError, PluginLoadError, TabzooInputError
 from tabzoo.plugins import hookspecs
-from tabzoo.plugins.specs import ArchitectureSpec, PriorSpec
+from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
+from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, PriorSpec
 
 logger = logging.getLogger(__name__)
 GROUP = "tabzoo"
 CORE = "tabzoo-core"
 
-
-@dataclass
-class PluginRecord:
-    """One entry point of the ``tabzoo`` group and what became of it."""
-
-    name: str
-    distribution: str
-    version: str
-    module: str
-    loaded: bool = False
-    skipped: str | None = None
-    error: str | None = None
-    provides: dict[str, list[str]] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "loaded": self.loaded,
-            "skipped": self.skipped,
-            "error": self.error,
-            "provides": {k: sorted(v) for k, v in self.provides.items()},
-        }
+__all__ = ["CORE", "GROUP", "CaseFailure", "PluginFailure", "PluginRecord", "PluginRegistry",
+           "get_registry", "reset_registry"]
 
 
 @dataclass
@@ -85,8 +71,24 @@ def _dist_of(ep: metadata.EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "<unknown>", dist.version or "?"
 
 
+class _StrictAbort(PluginLoadError):
+    """Raised by strict mode; passes through every guard."""
+
+
+def _exc_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _what(kind: str) -> str:
+    return kind[:-1].replace("_", " ")
+
+
 class PluginRegistry:
-    """Everything plugins registered, keyed by kind then name, with the record of who gave it."""
+    """Everything plugins registered, keyed by kind then name, with the record of who gave it.
+
+    ``items[kind]`` holds only usable (unambiguous) entries; ``conflicted[kind][name]`` holds the
+    entries of every distribution that registered an ambiguous name.
+    """
 
     KINDS = ("architectures", "kernel_backends", "priors", "conformance_cases")
 
@@ -95,6 +97,7 @@ class PluginRegistry:
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
         self.items: dict[str, dict[str, _Entry]] = {k: {} for k in self.KINDS}
+        self.conflicted: dict[str, dict[str, list[_Entry]]] = {k: {} for k in self.KINDS}
 
     # -- loading -------------------------------------------------------------------------
     def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
@@ -114,105 +117,269 @@ class PluginRegistry:
                 continue
             try:
                 module = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
-                self._fail(record, f"import failed: {type(exc).__name__}: {exc}", exc)
+            except _StrictAbort:
+                raise
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
+                self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
                 continue
             self.add_plugin(module, record)
 
     def add_plugin(self, module: ModuleType | object, record: PluginRecord) -> None:
-        """Register an already imported plugin object and run its hooks."""
-        try:
-            self.pm.register(module, name=f"{record.distribution}:{record.name}")
-        except Exception as exc:  # noqa: BLE001
-            self._fail(record, f"registration failed: {type(exc).__name__}: {exc}", exc)
-            return
-        record.loaded = True
+        """Register an already imported plugin object and run its hooks, each under its own guard."""
         if record not in self.records:
             self.records.append(record)
+        try:
+            self.pm.register(module, name=f"{record.distribution}:{record.name}")
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            self._fail(record, PluginFailure("register", _exc_text(exc)), exc)
+            return
+        record.loaded = True
         for hook_name, kind in zip(hookspecs.HOOK_NAMES, self.KINDS, strict=True):
             impl = getattr(module, hook_name, None)
             if impl is None or not hasattr(impl, f"{hookspecs.PROJECT}_impl"):
                 continue  # not a @hookimpl: pluggy would not call it either
             try:
-                impl(register=self._register_callback(kind, record))
-            except PluginLoadError:
+                impl(register=self._register_callback(kind, record, hook_name))
+            except _StrictAbort:
                 raise
-            except Exception as exc:  # noqa: BLE001
-                self._fail(record, f"{hook_name} failed: {type(exc).__name__}: {exc}", exc)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001
+                self._fail(record, PluginFailure("hook", _exc_text(exc), hook=hook_name, kind=kind), exc)
 
-    def _fail(self, record: PluginRecord, message: str, exc: BaseException) -> None:
-        record.error = message
-        full = f"tabzoo plugin {record.name!r} from {record.distribution} {record.version}: {message}"
+    def _fail(self, record: PluginRecord, failure: PluginFailure, exc: BaseException | None) -> None:
+        message = record.add_failure(failure)
+        full = f"tabzoo {record.label}: {message}"
         if _strict():
-            raise PluginLoadError(
-                full + " (TABZOO_STRICT_PLUGINS is set; unset it to skip broken plugins, or set "
-                f"TABZOO_DISABLE_PLUGINS={record.name} to skip this one)"
+            raise _StrictAbort(
+                full + " (TABZOO_STRICT_PLUGINS is set; unset it to skip what is broken, or set "
+                f"TABZOO_DISABLE_PLUGINS={record.name} to skip this plugin)"
             ) from exc
-        logger.debug("%s\n%s", full, "".join(traceback.format_exception(exc)))
+        if exc is not None:
+            logger.debug("%s\n%s", full, "".join(traceback.format_exception(exc)))
+        lost = "that name is unusable" if failure.stage == "conflict" else "it is skipped"
         warnings.warn(
-            full + f"; it is skipped. Set TABZOO_DISABLE_PLUGINS={record.name} to silence this, or "
+            full + f"; {lost}. Set TABZOO_DISABLE_PLUGINS={record.name} to silence this, or "
             "TABZOO_STRICT_PLUGINS=1 to make it an error.",
             RuntimeWarning,
             stacklevel=3,
         )
 
     # -- registration --------------------------------------------------------------------
-    def _register_callback(self, kind: str, record: PluginRecord) -> Callable[[Any], None]:
+    def _register_callback(self, kind: str, record: PluginRecord, hook: str | None = None) -> Callable[[Any], None]:
         def register(obj: Any) -> None:
-            self.add(kind, obj, record)
+            try:
+                self.add(kind, obj, record)
+            except _StrictAbort:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bad registration loses only itself
+                stage = "conflict" if isinstance(exc, AmbiguousPluginError) else "validate"
+                name = getattr(obj, "name", None)
+                self._fail(record, PluginFailure(stage, _exc_text(exc), hook=hook, kind=kind,
+                                                 name=name if isinstance(name, str) else None), exc)
 
         return register
 
     def add(self, kind: str, obj: Any, record: PluginRecord) -> None:
-        """Add one registered object; a duplicate name is an error naming both distributions."""
-        _validate(kind, obj)
+        """Add one registered object.
+
+        :raises PluginLoadError: for a wrong type; :class:`AmbiguousPluginError` when another
+            distribution registered the same name (both registrations are then withdrawn).
+        """
+        obj = _validate(kind, obj)
+        if kind == "conformance_cases" and isinstance(obj, CaseFactory):
+            obj = self._build_case(obj, record)
+            if obj is None:
+                return
         name = obj.name
-        key = f"{obj.op}:{name}" if kind == "kernel_backends" else name
+        if kind == "kernel_backends":
+            key = f"{obj.op}:{name}"
+            if not obj.origin:
+                obj = dataclasses.replace(obj, origin=f"{record.distribution} {record.version}")
+        else:
+            key = name
+        if kind == "architectures":
+            obj = _guard_build(obj, record, self)
+        if key in self.conflicted[kind]:
+            self.conflicted[kind][key].append(_Entry(obj, record))
+            raise AmbiguousPluginError(self._ambiguity_message(kind, key))
         existing = self.items[kind].get(key)
+        if existing is not None and existing.record.distribution != record.distribution:
+            del self.items[kind][key]
+            if kind == "kernel_backends":
+                self._unregister_backend(existing.obj)
+            self.conflicted[kind][key] = [existing, _Entry(obj, record)]
+            existing.record.add_failure(PluginFailure(
+                "conflict", f"{_what(kind)} {key!r} is also registered by {record.distribution} "
+                f"{record.version}", kind=kind, name=key))
+            raise AmbiguousPluginError(self._ambiguity_message(kind, key))
         if existing is not None:
-            other = existing.record
             raise PluginLoadError(
-                f"{kind[:-1].replace('_', ' ')} {name!r} is registered twice: by "
-                f"{other.distribution} {other.version} (entry point {other.name!r}) and by "
-                f"{record.distribution} {record.version} (entry point {record.name!r}). Uninstall one, "
-                f"or disable one with TABZOO_DISABLE_PLUGINS={record.name}."
+                f"{_what(kind)} {key!r} is registered twice by {record.label}; register each name once."
             )
         if kind == "kernel_backends":
-            from tabzoo.kernels import register_backend
-
-            register_backend(obj)
+            self._register_backend(obj)
         self.items[kind][key] = _Entry(obj, record)
         record.provides.setdefault(kind, []).append(key)
 
+    def _build_case(self, factory: CaseFactory, record: PluginRecord) -> Any:
+        """Call a case factory under its own guard; ``None`` (and a recorded failure) if it fails."""
+        try:
+            case = factory.factory()
+            from tabzoo.testing.case import ConformanceCase
+
+            if not isinstance(case, ConformanceCase):
+                raise TypeError(f"the factory returned a {type(case).__name__}, not a ConformanceCase")
+            if case.name != factory.name:
+                raise TabzooInputError(
+                    f"the factory of case {factory.name!r} built a case named {case.name!r}; make them equal"
+                )
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken case must not break the others
+            self._fail(record, PluginFailure("case", _exc_text(exc), hook="tabzoo_conformance_cases",
+                                             kind="conformance_cases", name=factory.name), exc)
+            return None
+        return case
+
+    @staticmethod
+    def _register_backend(backend: Any) -> None:
+        from tabzoo.kernels import list_backends, register_backend, unregister_backend
+
+        for old in list_backends(backend.op):  # the same distribution, loaded by an earlier registry
+            if old.name == backend.name and old.origin == backend.origin:
+                unregister_backend(old.op, old.name)
+        register_backend(backend)
+
+    @staticmethod
+    def _unregister_backend(backend: Any) -> None:
+        from tabzoo.kernels import unregister_backend
+
+        try:
+            unregister_backend(backend.op, backend.name)
+        except KeyError:
+            pass
+
+    def _ambiguity_message(self, kind: str, key: str) -> str:
+        entries = self.conflicted[kind][key]
+        who = " and ".join(f"{e.record.distribution} {e.record.version} (entry point {e.record.name!r})"
+                           for e in entries)
+        disable = " or ".join(f"TABZOO_DISABLE_PLUGINS={e.record.name}" for e in entries)
+        return (f"{_what(kind)} {key!r} is ambiguous: it is registered by {who}. tabzoo will not pick one. "
+                f"Uninstall one of them, or disable one with {disable}.")
+
     # -- queries -------------------------------------------------------------------------
+    def check_name(self, kind: str, name: str) -> None:
+        """Raise :class:`AmbiguousPluginError` when ``name`` is registered by several distributions."""
+        if name in self.conflicted[kind]:
+            raise AmbiguousPluginError(self._ambiguity_message(kind, name))
+
     def get(self, kind: str, name: str) -> Any:
+        """The object registered under ``name``.
+
+        :raises AmbiguousPluginError: when several distributions registered ``name``.
+        :raises PluginLoadError: when nothing did; the message lists what is installed.
+        """
+        self.check_name(kind, name)
         entry = self.items[kind].get(name)
         if entry is None:
             known = sorted(self.items[kind])
             failed = [r.name for r in self.records if r.error]
             hint = f" Plugins that failed to load: {failed} (see `tabzoo plugins`)." if failed else ""
             raise PluginLoadError(
-                f"no {kind[:-1].replace('_', ' ')} named {name!r}; installed: {known}. Install the "
+                f"no {_what(kind)} named {name!r}; installed: {known}. Install the "
                 f"package that provides it (e.g. `pip install tabzoo-{name.replace('_', '-')}`).{hint}"
             )
         return entry.obj
 
     def names(self, kind: str) -> list[str]:
+        """Usable names of ``kind`` (ambiguous names are listed by :meth:`conflicts` instead)."""
         return sorted(self.items[kind])
 
     def source(self, kind: str, name: str) -> PluginRecord:
+        self.check_name(kind, name)
         return self.items[kind][name].record
 
+    def conflicts(self) -> dict[str, dict[str, list[PluginRecord]]]:
+        """``kind -> name -> records`` of every ambiguous name (each with two or more records)."""
+        return {kind: {name: [e.record for e in entries] for name, entries in sorted(table.items())}
+                for kind, table in self.conflicted.items() if table}
 
-def _validate(kind: str, obj: Any) -> None:
-    expected = {"architectures": ArchitectureSpec, "priors": PriorSpec}.get(kind)
+    def conformance_cases(self) -> list[tuple[Any, PluginRecord]]:
+        """Usable conformance cases with the record of the plugin that registered each."""
+        return [(e.obj, e.record) for e in self.items["conformance_cases"].values()]
+
+    def case_failures(self) -> list[CaseFailure]:
+        """Every conformance case that could not be built or registered (see ``plugins-api``).
+
+        Includes case factories that raised, ``tabzoo_conformance_cases`` hooks that raised, cases
+        of a wrong type, case names registered by two distributions (one entry each) and plugins
+        whose import failed (case = the entry-point name; their cases are unknown).
+        """
+        out: list[CaseFailure] = []
+        for rec in self.records:
+            for f in rec.failures:
+                relevant = f.kind == "conformance_cases" or f.stage in ("import", "register")
+                if relevant and f.stage != "conflict":
+                    out.append(CaseFailure(f.name or rec.name, rec.name, rec.distribution, rec.version,
+                                           f.stage, f.error))
+        for name, entries in sorted(self.conflicted["conformance_cases"].items()):
+            message = self._ambiguity_message("conformance_cases", name)
+            out.extend(CaseFailure(name, e.record.name, e.record.distribution, e.record.version, "conflict",
+                                   f"AmbiguousPluginError: {message}") for e in entries)
+        return out
+
+
+def _validate(kind: str, obj: Any) -> Any:
+    expected: type[ArchitectureSpec] | type[PriorSpec] | None = {
+        "architectures": ArchitectureSpec, "priors": PriorSpec}.get(kind)
     if expected is not None and not isinstance(obj, expected):
         raise PluginLoadError(
             f"register() for {kind} expects a {expected.__name__}, got {type(obj).__name__}; "
             f"wrap it: register({expected.__name__}(name=..., ...))."
         )
+    if expected is not None:
+        expected.validate(obj)  # the base class's checks, even for a subclass that skips them
+    if kind == "kernel_backends":
+        from tabzoo.kernels import Backend
+
+        if not isinstance(obj, Backend):
+            raise PluginLoadError(
+                f"register() for kernel backends expects a tabzoo.kernels.Backend, got {type(obj).__name__}."
+            )
+    if isinstance(obj, CaseFactory):
+        CaseFactory.validate(obj)
+    if kind == "conformance_cases" and not isinstance(obj, CaseFactory):
+        from tabzoo.testing.case import ConformanceCase
+
+        if not isinstance(obj, ConformanceCase):
+            raise PluginLoadError(
+                f"register() for conformance cases expects a tabzoo.testing.ConformanceCase or a "
+                f"tabzoo.plugins.CaseFactory, got {type(obj).__name__}."
+            )
     if not isinstance(getattr(obj, "name", None), str):
-        raise PluginLoadError(f"a registered {kind[:-1]} needs a string attribute 'name'; got {obj!r}.")
+        raise PluginLoadError(f"a registered {_what(kind)} needs a string attribute 'name'; got {obj!r}.")
+    return obj
+
+
+def _guard_build(spec: ArchitectureSpec, record: PluginRecord, registry: PluginRegistry) -> ArchitectureSpec:
+    """A copy of ``spec`` whose ``build`` records a failure on ``record`` and names the distribution."""
+    inner = spec.build
+    if getattr(inner, "_tabzoo_guarded", False):
+        return spec
+
+    def build(config: dict[str, Any]) -> Any:
+        try:
+            return inner(config)
+        except TabzooInputError:
+            raise  # the user's config is at fault; the plugin said so
+        except Exception as exc:
+            failure = PluginFailure("build", _exc_text(exc), kind="architectures", name=spec.name)
+            message = record.add_failure(failure)
+            raise PluginBuildError(
+                f"architecture {spec.name!r} of {record.label} could not be built: {message}. Report it to "
+                f"the plugin's authors; other architectures are unaffected "
+                f"(TABZOO_DISABLE_PLUGINS={record.name} hides this plugin)."
+            ) from exc
+
+    build._tabzoo_guarded = True  # type: ignore[attr-defined]
+    return dataclasses.replace(spec, build=build)
 
 
 _lock = threading.Lock()

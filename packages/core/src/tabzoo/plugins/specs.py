@@ -62,6 +62,14 @@ class ArchitectureSpec:
     description: str = ""
 
     def __post_init__(self) -> None:
+        ArchitectureSpec.validate(self)
+        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+
+    def validate(self) -> None:
+        """Check every field; the registry re-runs this at ``register()`` (subclasses cannot skip it).
+
+        :raises TabzooInputError: naming the field and the fix.
+        """
         _check_name(self.name, "architecture")
         if self.kind not in ARCHITECTURE_KINDS:
             raise TabzooInputError(
@@ -69,7 +77,16 @@ class ArchitectureSpec:
             )
         if not callable(self.build):
             raise TabzooInputError(f"architecture {self.name!r}: build must be callable(config) -> nn.Module.")
-        object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        if not isinstance(self.default_config, Mapping) or not all(isinstance(k, str) for k in self.default_config):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: default_config must be a mapping with string keys, "
+                f"got {type(self.default_config).__name__}."
+            )
+        if isinstance(self.capabilities, str) or not all(isinstance(c, str) for c in self.capabilities):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: capabilities must be a set of capability names (strings), "
+                f"e.g. frozenset({{'in_context'}}); got {self.capabilities!r}."
+            )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:
         """Build the model from ``default_config`` updated with ``config``."""
@@ -104,6 +121,10 @@ class PriorSpec:
     description: str = ""
 
     def __post_init__(self) -> None:
+        PriorSpec.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
         _check_name(self.name, "prior")
         if self.kind not in PRIOR_KINDS:
             raise TabzooInputError(f"prior {self.name!r} has kind {self.kind!r}; use one of {PRIOR_KINDS}.")
@@ -113,3 +134,25 @@ class PriorSpec:
     def create(self, **config: Any) -> Any:
         """Instantiate the prior with ``config``."""
         return self.factory(**config)
+
+
+@dataclass(frozen=True)
+class CaseFactory:
+    """A conformance case built on demand: ``register(CaseFactory("mycase", make_case))``.
+
+    The registry calls ``factory()`` inside its own guard, so a factory that raises (or returns
+    something else than a ``ConformanceCase`` named ``name``) loses only this case: the failure is
+    recorded on the plugin's record and reported by ``tabzoo conformance``.
+    """
+
+    name: str
+    factory: Callable[[], Any]
+
+    def __post_init__(self) -> None:
+        CaseFactory.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
+        _check_name(self.name, "conformance case")
+        if not callable(self.factory):
+            raise TabzooInputError(f"conformance case {self.name!r}: factory must be callable() -> ConformanceCase.")

@@ -13,6 +13,8 @@ import torch
 from tabzoo.table.errors import (
     DTypeError,
     EmptyContextError,
+    InvalidValueError,
+    RaggedRowsError,
     SchemaMismatchError,
     ShapeError,
 )
@@ -106,16 +108,13 @@ class Episode:
         :param n_classes: for classification, defaults to ``max label + 1`` over all given labels.
         """
 
-        def t(a: Any) -> torch.Tensor:
-            arr = (
-                a
-                if isinstance(a, torch.Tensor)
-                else torch.as_tensor(np.asarray(a, dtype=np.float32))
-            )
-            return arr.to(device=device, dtype=torch.float32)
+        def t(a: Any, name: str) -> torch.Tensor:
+            if isinstance(a, torch.Tensor):
+                return a.to(device=device, dtype=torch.float32)
+            return torch.as_tensor(_float32_array(a, name)).to(device=device)
 
-        yc = t(y_context)
-        yq = None if y_query is None else t(y_query)
+        yc = t(y_context, "y_context")
+        yq = None if y_query is None else t(y_query, "y_query")
         if n_classes is None:
             if task != "classification":
                 n_classes = 0
@@ -123,8 +122,11 @@ class Episode:
                 ys = yc if yq is None else torch.cat([yc, yq])
                 finite = ys[torch.isfinite(ys)]
                 n_classes = int(finite.max()) + 1 if finite.numel() else 0
+                if n_classes < 2 and yc.numel() and bool(torch.isfinite(yc).all()):
+                    check_context_classes(yc, None)  # SingleClassError, naming the class
         return cls(
-            t(x_context), yc, t(x_query), yq, task, n_classes, tuple(int(i) for i in categorical)
+            t(x_context, "x_context"), yc, t(x_query, "x_query"), yq, task, n_classes,
+            tuple(int(i) for i in categorical),
         )
 
     @property
@@ -326,3 +328,53 @@ class EpisodeBatch:
     def query_mask(self) -> torch.Tensor:
         """``[B, N - n_context]`` bool, True = real query row."""
         return self.row_mask[:, self.n_context :]
+
+
+def _float32_array(a: Any, name: str) -> np.ndarray:
+    """``a`` as float32, refusing what would be coerced: text, ragged rows, values beyond float32.
+
+    :raises RaggedRowsError, DTypeError, InvalidValueError: naming the row (and column) and the fix.
+    """
+    try:
+        arr = np.asarray(a)
+    except ValueError as exc:  # numpy refuses inhomogeneous nesting
+        raise RaggedRowsError(
+            f"{name} has rows of different lengths ({exc}); give every row the same number of "
+            "values (NaN for a missing one)"
+        ) from exc
+    if arr.dtype.kind in "OUSV":
+        flat = arr.reshape(-1)
+        for i, v in enumerate(flat):
+            if isinstance(v, bool | np.bool_):
+                continue
+            try:
+                float(v) if not isinstance(v, str | bytes | np.str_ | np.bytes_) else _raise()
+            except (TypeError, ValueError):
+                where = np.unravel_index(i, arr.shape)
+                at = f"row {where[0]}" + (f", feature {where[1]}" if len(where) > 1 else "")
+                fix = ("encode labels as class indices 0..K-1, e.g. "
+                       "np.unique(y, return_inverse=True)[1]" if name.startswith("y")
+                       else "encode it as a number first (categories as integer codes)")
+                raise DTypeError(f"{name} {at} is {v!r}, not a number; {fix}") from None
+        arr = arr.astype(np.float64)
+    if arr.dtype.kind == "c":
+        raise DTypeError(f"{name} is complex; split it into real and imaginary features")
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 4:
+        big = float(np.finfo(np.float32).max)
+        with np.errstate(invalid="ignore"):
+            over = np.isfinite(arr) & (np.abs(arr) > big)
+        if over.any():
+            pos: tuple[int, ...] = tuple(int(i) for i in np.argwhere(over)[0].tolist())
+            at = f"row {pos[0]}" + (f", feature {pos[1]}" if len(pos) > 1 else "")
+            raise InvalidValueError(
+                f"{name} {at} is {arr[pos]!r}, beyond the float32 range (+-3.4e38) of episodes; "
+                "rescale it (e.g. standardise the column) first"
+            )
+    try:
+        return arr.astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        raise DTypeError(f"{name} can't be converted to float32 ({exc}); pass numbers") from exc
+
+
+def _raise() -> None:
+    raise ValueError

@@ -12,6 +12,11 @@ Rules (checked on construction; each violation raises a specific TabzooInputErro
   timed table's rows must also be in non-decreasing time order (use :meth:`sort_by_time`).
 
 Composite keys are not represented (one column per key).
+
+Foreign-key cycles are valid input, as in SQL: a table may reference itself (an employee's
+manager) and tables may reference each other (``a -> b -> a``). They are kept as they are;
+:meth:`RelationalDatabase.fk_cycles` lists them for models that need an acyclic schema. Rows out
+of time order are valid too unless ``require_sorted_time=True``.
 """
 
 from __future__ import annotations
@@ -270,6 +275,25 @@ class RelationalDatabase:
         """Foreign keys pointing at ``table`` (from the tables that reference it)."""
         self.table(table)
         return [fk for fk in self._fks if fk.ref_table == table]
+
+    def fk_cycles(self) -> list[list[str]]:
+        """Every cycle of the foreign-key graph (child table -> referenced table), each as the list
+        of its tables starting from its smallest name; a self-reference is ``[table]``. Sorted."""
+        graph: dict[str, set[str]] = {n: set() for n in self._tables}
+        for fk in self._fks:
+            graph[fk.table].add(fk.ref_table)
+        found: set[tuple[str, ...]] = set()
+
+        def walk(start: str, node: str, path: list[str]) -> None:
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    found.add(tuple(path))
+                elif nxt > start and nxt not in path:  # each cycle once, from its smallest table
+                    walk(start, nxt, [*path, nxt])
+
+        for start in sorted(graph):
+            walk(start, start, [start])
+        return [list(c) for c in sorted(found)]
 
     def timestamps(self, table: str) -> np.ndarray | None:
         """Row timestamps ``[rows]`` datetime64 of ``table``, or None if it has no time column."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tabzoo.table.columns import make_column
+from tabzoo.table.errors import DTypeError
 from tabzoo.table.interop import columns_from_arrow, optional_import
 from tabzoo.table.table import Table
 from tabzoo.table.types import ColumnType
@@ -91,6 +92,13 @@ def read_sqlite(
     )
     time_columns, types = dict(time_columns or {}), types or {}
     try:
+        try:
+            con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise DTypeError(
+                f"{path_or_connection} is not a SQLite database ({exc}); check the path, or load "
+                "other formats with RelationalDatabase.from_dataframes / from_duckdb"
+            ) from exc
         names = [
             r[0]
             for r in con.execute(

@@ -228,7 +228,19 @@ class Table:
         """
         if not self._columns:
             return np.zeros((0, 0), dtype=dtype)
-        return np.stack([c.numeric() for c in self._columns], axis=1).astype(dtype)
+        full = np.stack([c.numeric() for c in self._columns], axis=1)
+        target = np.dtype(dtype)
+        if target.kind == "f" and target.itemsize < 8 and full.size:
+            big = float(np.finfo(target).max)
+            with np.errstate(invalid="ignore"):
+                over = np.isfinite(full) & (np.abs(full) > big)
+            if over.any():
+                r, c = (int(i) for i in np.argwhere(over)[0])
+                raise InvalidValueError(
+                    f"column {self.names[c]!r} row {r} is {full[r, c]!r}, beyond the {target} range "
+                    f"(+-{big:.3g}); call to_numpy(np.float64), or rescale the column"
+                )
+        return full.astype(dtype)
 
     def to_dict(self) -> dict[str, np.ndarray]:
         """``{name: column(name)}``."""
