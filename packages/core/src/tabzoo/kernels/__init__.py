@@ -23,6 +23,9 @@ from tabzoo.kernels.registry import (
     use,
 )
 from tabzoo.kernels.selective_scan import selective_scan  # noqa: E402
+from tabzoo.kernels.triton import register as _register_triton  # noqa: E402
+
+_register_triton()  # cheap: triton itself is imported on first use only
 
 __all__ = [
     "ENV_VAR",

@@ -28,7 +28,7 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.kernels.linear_attention import DEFAULT_CHUNK_ROWS, _phi, fast_read, fast_state
 from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
 
-__all__ = ["linear_attention_state", "linear_attention_read", "STATE_OP", "READ_OP"]
+__all__ = ["linear_attention_state", "linear_attention_read", "STATE_OP", "READ_OP", "EXAMPLE_INPUTS"]
 
 STATE_OP = "linear_attention_state"
 READ_OP = "linear_attention_read"
@@ -162,3 +162,30 @@ def linear_attention_read(q: torch.Tensor, S: torch.Tensor, z: torch.Tensor, eps
     _validate_read(q, S, z)
     out: torch.Tensor = dispatch(READ_OP, {"q": q, "S": S, "z": z, "eps": eps})
     return out
+
+
+# ----------------------------------------------------------------------------- example inputs
+def state_example_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str, Any]:
+    """Small random inputs of :func:`linear_attention_state` (for equivalence checks): k, v ``[B, H, N, D]``."""
+    import random
+
+    rnd, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    b, h, n, dh, dv = rnd.randint(1, 2), rnd.randint(1, 2), rnd.randint(0, 12), rnd.choice([4, 8]), rnd.choice([4, 8])
+    return {"k": torch.randn(b, h, n, dh, generator=g).to(device, dtype),
+            "v": torch.randn(b, h, n, dv, generator=g).to(device, dtype)}
+
+
+def read_example_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str, Any]:
+    """Small random inputs of :func:`linear_attention_read`: q and a state summed from random rows."""
+    import random
+
+    rnd, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    b, h, n, dh, dv = rnd.randint(1, 2), rnd.randint(1, 2), rnd.randint(1, 12), rnd.choice([4, 8]), rnd.choice([4, 8])
+    m = rnd.randint(1, 12)
+    S, z = state_reference(torch.randn(b, h, m, dh, generator=g), torch.randn(b, h, m, dv, generator=g))
+    return {"q": torch.randn(b, h, n, dh, generator=g).to(device, dtype), "S": S.to(device), "z": z.to(device),
+            "eps": 1e-6}
+
+
+#: input generators ``op -> fn(seed, dtype, device) -> dict`` for the kit's kernel-equivalence check
+EXAMPLE_INPUTS = {STATE_OP: state_example_inputs, READ_OP: read_example_inputs}
