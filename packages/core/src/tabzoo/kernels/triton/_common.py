@@ -48,7 +48,9 @@ def is_available() -> bool:
 
 def device_reasons(inputs: Mapping[str, Any]) -> list[str]:
     """Refuse CPU tensors unless the interpreter is on (the registry already checked the device list)."""
-    devs = {t.device.type for t in inputs.values() if isinstance(t, torch.Tensor)}
+    from tabzoo.kernels.registry import device_type
+
+    devs = {device_type(t) for t in inputs.values() if isinstance(t, torch.Tensor)}
     if "cpu" in devs and not interpreting():
         return ["Triton kernels compile for CUDA; CPU tensors run only under the Triton interpreter "
                 "(set TRITON_INTERPRET=1 before triton is imported; for tests), so move the inputs to a GPU"]
