@@ -24,6 +24,9 @@ import triton.language as tl
 from tabzoo.kernels.triton._common import block_dim, dot_precision, splits_for
 
 BLOCK_N = 64
+#: rows per program of the forward read on a GPU: S is re-read from L2 once per program, so wider
+#: row blocks cut that traffic (the read is bandwidth-bound at large N)
+READ_BLOCK_N_CUDA = 128
 
 
 @triton.jit
@@ -186,9 +189,10 @@ def read_forward(q: torch.Tensor, S: torch.Tensor, z: torch.Tensor, eps: float) 
     out = torch.empty(b, h, n, dv, dtype=q.dtype, device=q.device)
     if n == 0:
         return out
-    _read_fwd[(triton.cdiv(n, BLOCK_N), b * h)](
+    bn = READ_BLOCK_N_CUDA if q.device.type == "cuda" else BLOCK_N
+    _read_fwd[(triton.cdiv(n, bn), b * h)](
         q, S, z, out, n, h, float(eps), *_s4(q), *_s4(S), *z.stride(), *_s4(out),
-        DH=dh, DV=dv, BDH=block_dim(dh), BDV=block_dim(dv), BN=BLOCK_N, PREC=dot_precision(q.dtype))
+        DH=dh, DV=dv, BDH=block_dim(dh), BDV=block_dim(dv), BN=bn, PREC=dot_precision(q.dtype))
     return out
 
 
