@@ -140,8 +140,8 @@ class Backend:
         bad = sorted({str(t.dtype) for t in tensors if t.is_floating_point() and t.dtype not in self.dtypes})
         if bad:
             found.append(f"dtype(s) {bad} not in {[str(d) for d in self.dtypes]}")
-        if self.min_capability is not None and device_types == ["cuda"]:
-            assumed = _ASSUMED.get()
+        assumed = _ASSUMED.get()
+        if self.min_capability is not None and device_types == ["cuda"] and (assumed is None or assumed[1] is not None):
             cap = assumed[1] if assumed is not None and assumed[1] is not None else \
                 torch.cuda.get_device_capability(tensors[0].device)
             if tuple(cap) < tuple(self.min_capability):

@@ -75,6 +75,8 @@ def _head_reasons(**dims: int) -> list[str]:
 def _attention_reasons(inputs: Mapping[str, Any]) -> list[str]:
     reasons = device_reasons(inputs)
     q, v, mask = inputs["q"], inputs["v"], inputs["mask"]
+    if q.shape[2] == 0 or inputs["k"].shape[2] == 0:
+        reasons.append("no query or no key rows: nothing for the kernel to do (the torch backends return the empty/zero result)")
     if v.shape[-1] != q.shape[-1]:
         reasons.append(f"value head dim {v.shape[-1]} != query head dim {q.shape[-1]}; the kernel needs them equal")
     reasons += _head_reasons(head_dim=q.shape[-1])
