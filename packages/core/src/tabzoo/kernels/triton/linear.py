@@ -242,7 +242,7 @@ class _State(torch.autograd.Function):
         return state_forward(k, v)
 
     @staticmethod
-    def backward(ctx: Any, dS: torch.Tensor | None, dz: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, dS: torch.Tensor | None, dz: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         k, v = ctx.saved_tensors
         b, h, _, dh = k.shape
         dS = torch.zeros(b, h, dh, v.shape[-1], device=k.device) if dS is None else dS.float()
@@ -258,7 +258,7 @@ class _Read(torch.autograd.Function):
         return read_forward(q, S, z, eps)
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
         q, S, z = ctx.saved_tensors
         dq, dS, dz = read_backward(q, S, z, g, ctx.eps)
         return dq, dS.to(S.dtype), dz.to(z.dtype), None

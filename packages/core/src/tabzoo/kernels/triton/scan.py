@@ -279,7 +279,7 @@ class _Scan(torch.autograd.Function):
         return y
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
         x, delta, A, B, C, starts = ctx.saved_tensors
         dx, ddl, dA, dB, dC = scan_backward(x, delta, A, B, C, starts, g, ctx.reverse, ctx.chunk)
         return dx.to(x.dtype), ddl.to(delta.dtype), dA.to(A.dtype), dB.to(B.dtype), dC.to(C.dtype), None, None
