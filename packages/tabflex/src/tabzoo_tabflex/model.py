@@ -14,7 +14,9 @@ Two ways to run it:
   training, dispatches through the kernel registry.
 * :meth:`TabFlex.encode_context` + :meth:`TabFlex.predict_query` - inference that computes each
   layer's context state ``S = sum_j phi(k_j) v_j^T``, ``z = sum_j phi(k_j)`` once (context rows are
-  streamed in chunks too) and then streams query rows in chunks through all layers. Memory is
+  streamed in chunks too) and then streams query rows in chunks through all layers; both steps are
+  the registry ops :func:`tabzoo.kernels.linear_attention_state` and
+  :func:`tabzoo.kernels.linear_attention_read`, so backend choice applies here too. Memory is
   linear in the rows and bounded per chunk; results equal :meth:`forward` up to float rounding.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from tabzoo import kernels
 from tabzoo.errors import TabzooInputError
 from tabzoo.nn import LabelEmbedding, MLPHead, TransformerBlock
 from torch import nn
@@ -55,10 +58,6 @@ class ContextState:
     def nbytes(self) -> int:
         """Memory held by the state (independent of the number of rows)."""
         return sum(t.numel() * t.element_size() for t in (*self.kv, *self.k_sum))
-
-
-def _phi(x: torch.Tensor) -> torch.Tensor:
-    return F.elu(x) + 1.0
 
 
 class TabFlex(nn.Module):
@@ -154,24 +153,25 @@ class TabFlex(nn.Module):
     # ------------------------------------------------------------------ streamed inference
     def _block_with_state(self, layer: TransformerBlock, h: torch.Tensor, kv: torch.Tensor,
                           k_sum: torch.Tensor) -> torch.Tensor:
-        """One post-norm block for rows ``h [B, n, d]`` reading a summed context ``kv``, ``k_sum``."""
+        """One post-norm block for rows ``h [B, n, d]`` reading a summed context ``kv``, ``k_sum``.
+
+        The read goes through :func:`tabzoo.kernels.linear_attention_read`, so ``kernels.use(...)``
+        and ``TABZOO_KERNELS`` choose its backend.
+        """
         attn = layer.attn
         b, n, _ = h.shape
         q = attn.q_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
-        pq = _phi(q.float())
-        num = torch.matmul(pq, kv)  # [B, H, n, Dh]
-        den = torch.matmul(pq, k_sum.unsqueeze(-1)) + EPS  # [B, H, n, 1]
-        a = (num / den).to(h.dtype).transpose(1, 2).reshape(b, n, attn.d_model)
-        x = layer.norm1(h + attn.out_proj(a))
+        a = kernels.linear_attention_read(q, kv, k_sum, eps=EPS)  # [B, H, n, Dh] in the dtype of q
+        x = layer.norm1(h + attn.out_proj(a.transpose(1, 2).reshape(b, n, attn.d_model)))
         return layer.norm2(x + layer.ffn(x))
 
     def _state_of(self, layer: TransformerBlock, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(S [B, H, Dh, Dh], z [B, H, Dh])`` fp32 of rows ``h`` (:func:`tabzoo.kernels.linear_attention_state`)."""
         attn = layer.attn
         b, n, _ = h.shape
         k = attn.k_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
         v = attn.v_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
-        pk = _phi(k.float())
-        return torch.matmul(pk.transpose(-1, -2), v.float()), pk.sum(dim=2)
+        return kernels.linear_attention_state(k, v)
 
     def _require_linear(self) -> None:
         if self.cfg.attention != "linear":

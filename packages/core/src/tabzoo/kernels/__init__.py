@@ -1,16 +1,21 @@
 """tabzoo.kernels: the op registry (layer 3).
 
-Public ops: :func:`masked_attention`, :func:`linear_attention`, :func:`selective_scan`. Each
+Public ops: :func:`masked_attention`, :func:`linear_attention` (and its stateful pair
+:func:`linear_attention_state` / :func:`linear_attention_read` for streamed inference),
+:func:`selective_scan`. Each
 dispatches to the best available backend that supports its inputs; ``use(name)`` or the env
 var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.registry` for the exact rules).
 """
 
 from tabzoo.kernels.attention import masked_attention  # noqa: E402  (registers its backends)
 from tabzoo.kernels.linear_attention import linear_attention  # noqa: E402
+from tabzoo.kernels.linear_state import linear_attention_read, linear_attention_state  # noqa: E402
 from tabzoo.kernels.registry import (
     ENV_VAR,
     Backend,
     Cost,
+    assume_device,
+    candidates,
     forced_backend,
     list_backends,
     list_ops,
@@ -20,13 +25,20 @@ from tabzoo.kernels.registry import (
     use,
 )
 from tabzoo.kernels.selective_scan import selective_scan  # noqa: E402
+from tabzoo.kernels.triton import register as _register_triton  # noqa: E402
+
+_register_triton()  # cheap: triton itself is imported on first use only
 
 __all__ = [
     "ENV_VAR",
     "Backend",
     "Cost",
+    "assume_device",
+    "candidates",
     "forced_backend",
     "linear_attention",
+    "linear_attention_read",
+    "linear_attention_state",
     "list_backends",
     "list_ops",
     "masked_attention",

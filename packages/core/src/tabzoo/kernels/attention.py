@@ -23,6 +23,7 @@ from tabzoo.kernels.registry import (
     Backend,
     Cost,
     define_op,
+    device_type,
     dispatch,
     forced_backend,
     register_backend,
@@ -214,7 +215,7 @@ def attention_flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Mask
 def _flex_reasons(inputs: Mapping[str, Any]) -> list[str]:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     reasons: list[str] = []
-    if q.device.type == "cpu":
+    if device_type(q) == "cpu":
         if forced_backend() != "flex":
             reasons.append(
                 "on CPU torch runs flex_attention unfused (it materialises the scores, slower than sdpa); "

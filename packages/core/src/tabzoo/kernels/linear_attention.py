@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
 
-__all__ = ["linear_attention", "DEFAULT_CHUNK_ROWS"]
+__all__ = ["linear_attention", "DEFAULT_CHUNK_ROWS", "fast_read", "fast_state"]
 
 OP = "linear_attention"
 LOG2E = 1.0 / math.log(2.0)
@@ -83,24 +83,38 @@ def _phi_into(dst: torch.Tensor, src: torch.Tensor, tmp: torch.Tensor) -> torch.
     return dst.add_(tmp)
 
 
-def _fast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_context: int, eps: float, chunk: int) -> torch.Tensor:
-    """No-autograd path: reused chunk buffers, no allocation proportional to N but the output."""
-    b, h, n, dh = q.shape
-    dv = v.shape[-1]
-    bh = b * h
-    rows = min(chunk, n)
-    pbuf = torch.empty(bh, rows, dh, dtype=torch.float32, device=q.device)
+def fast_state(k3: torch.Tensor, v3: torch.Tensor, chunk: int,
+               state: torch.Tensor | None = None) -> torch.Tensor:
+    """No-autograd ``[S | z]`` of ``k3 [BH, n, Dh]``, ``v3 [BH, n, Dv]``: ``[BH, Dh, Dv + 1]`` fp32.
+
+    Rows are streamed in chunks through reused buffers; ``state`` (when given) is added into.
+    """
+    bh, n, dh = k3.shape
+    dv = v3.shape[-1]
+    if state is None:
+        state = torch.zeros(bh, dh, dv + 1, dtype=torch.float32, device=k3.device)
+    rows = max(1, min(chunk, n))
+    pbuf = torch.empty(bh, rows, dh, dtype=torch.float32, device=k3.device)
     tbuf = torch.empty_like(pbuf)
-    vbuf = torch.ones(bh, rows, dv + 1, dtype=torch.float32, device=q.device)  # last column stays 1
-    state = torch.zeros(bh, dh, dv + 1, dtype=torch.float32, device=q.device)
-    q3, k3, v3 = q.reshape(bh, n, dh), k.reshape(bh, n, dh), v.reshape(bh, n, dv)
-    for start in range(0, n_context, chunk):
-        m = min(chunk, n_context - start)
+    vbuf = torch.ones(bh, rows, dv + 1, dtype=torch.float32, device=k3.device)  # last column stays 1
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
         p = _phi_into(pbuf[:, :m], k3[:, start:start + m], tbuf[:, :m])
         vbuf[:, :m, :dv].copy_(v3[:, start:start + m])
         state.baddbmm_(p.transpose(1, 2), vbuf[:, :m])
-    out = torch.empty(bh, n, dv, dtype=q.dtype, device=q.device)
-    nbuf = vbuf  # reuse: [bh, rows, dv + 1]
+    return state
+
+
+def fast_read(q3: torch.Tensor, state: torch.Tensor, eps: float, chunk: int,
+              out_dtype: torch.dtype) -> torch.Tensor:
+    """No-autograd read of ``[S | z]`` (``[BH, Dh, Dv + 1]`` fp32) by ``q3 [BH, n, Dh]``: ``[BH, n, Dv]``."""
+    bh, n, dh = q3.shape
+    dv = state.shape[-1] - 1
+    rows = max(1, min(chunk, n))
+    pbuf = torch.empty(bh, rows, dh, dtype=torch.float32, device=q3.device)
+    tbuf = torch.empty_like(pbuf)
+    nbuf = torch.empty(bh, rows, dv + 1, dtype=torch.float32, device=q3.device)
+    out = torch.empty(bh, n, dv, dtype=out_dtype, device=q3.device)
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
         p = _phi_into(pbuf[:, :m], q3[:, start:start + m], tbuf[:, :m])
@@ -110,7 +124,17 @@ def _fast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_context: int, eps
             torch.mul(nd[..., :dv], inv, out=out[:, start:start + m])
         else:
             out[:, start:start + m] = nd[..., :dv] * inv
-    return out.reshape(b, h, n, dv)
+    return out
+
+
+def _fast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_context: int, eps: float, chunk: int) -> torch.Tensor:
+    """No-autograd path: reused chunk buffers, no allocation proportional to N but the output."""
+    b, h, n, dh = q.shape
+    dv = v.shape[-1]
+    bh = b * h
+    q3, k3, v3 = q.reshape(bh, n, dh), k.reshape(bh, n, dh), v.reshape(bh, n, dv)
+    state = fast_state(k3[:, :n_context], v3[:, :n_context], chunk)
+    return fast_read(q3, state, eps, chunk, q.dtype).reshape(b, h, n, dv)
 
 
 def linear_attention_einsum(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_context: int,

@@ -38,6 +38,9 @@ __all__ = [
     "Backend",
     "Cost",
     "ENV_VAR",
+    "assume_device",
+    "candidates",
+    "device_type",
     "dispatch",
     "forced_backend",
     "list_backends",
@@ -53,6 +56,8 @@ logger = logging.getLogger("tabzoo.kernels")
 ENV_VAR = "TABZOO_KERNELS"
 _UNSET: Any = object()
 _FORCED: contextvars.ContextVar[Any] = contextvars.ContextVar("tabzoo_kernels_forced", default=_UNSET)
+_ASSUMED: contextvars.ContextVar[tuple[str, tuple[int, int] | None] | None] = contextvars.ContextVar(
+    "tabzoo_kernels_assumed_device", default=None)
 
 ALL_FLOAT_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 
@@ -126,7 +131,7 @@ class Backend:
             return ["not available in this process (missing library or hardware)"]
         found: list[str] = []
         tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
-        device_types = sorted({t.device.type for t in tensors})
+        device_types = sorted({device_type(t) for t in tensors})
         if len(device_types) > 1:
             found.append(f"inputs are on several device types {device_types}; move them to one")
         for dev in device_types:
@@ -135,8 +140,10 @@ class Backend:
         bad = sorted({str(t.dtype) for t in tensors if t.is_floating_point() and t.dtype not in self.dtypes})
         if bad:
             found.append(f"dtype(s) {bad} not in {[str(d) for d in self.dtypes]}")
-        if self.min_capability is not None and device_types == ["cuda"]:
-            cap = torch.cuda.get_device_capability(tensors[0].device)
+        assumed = _ASSUMED.get()
+        if self.min_capability is not None and device_types == ["cuda"] and (assumed is None or assumed[1] is not None):
+            cap = assumed[1] if assumed is not None and assumed[1] is not None else \
+                torch.cuda.get_device_capability(tensors[0].device)
             if tuple(cap) < tuple(self.min_capability):
                 found.append(f"GPU capability {cap} < required {self.min_capability}")
         if not found:
@@ -206,6 +213,33 @@ def _names(op: str) -> list[str]:
 
 def _all_names() -> set[str]:
     return {name for table in _BACKENDS.values() for name in table}
+
+
+def device_type(t: torch.Tensor) -> str:
+    """The device type of ``t`` as dispatch sees it (:func:`assume_device` may override it)."""
+    assumed = _ASSUMED.get()
+    return assumed[0] if assumed is not None else t.device.type
+
+
+@contextlib.contextmanager
+def assume_device(device: str, capability: tuple[int, int] | None = None) -> Iterator[None]:
+    """Inside the block, backend selection treats every input as living on ``device`` (with CUDA
+    ``capability``): ``select_backend`` and ``candidates`` then answer "what would run there?"
+    without that hardware (e.g. ``assume_device("cuda", (9, 0))`` for an H100). Calling an op in
+    the block still runs on the real tensors; it is meant for planning and tests.
+    """
+    token = _ASSUMED.set((str(device), tuple(capability) if capability is not None else None))  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        _ASSUMED.reset(token)
+
+
+def candidates(op: str, **inputs: Any) -> list[tuple[Backend, list[str]]]:
+    """Every backend of ``op``, highest priority first, with the reasons it refuses ``inputs``
+    (empty when it would run them). Honours :func:`assume_device`; ignores forcing."""
+    full = _complete(op, inputs)
+    return [(b, b.reasons(full)) for b in list_backends(op)]
 
 
 def forced_backend() -> str | None:
