@@ -109,30 +109,3 @@ def test_binning_round_trip(seed: int, n_bins: int, n: int) -> None:
 def test_binning_rejects_bad_targets() -> None:
     with pytest.raises(TabzooInputError, match="finite"):
         TargetBinner().fit(np.array([1.0, np.nan]))
-
-
-def test_teacher_prior_is_valid_deterministic_and_learnable() -> None:
-    from tabzoo_tabflex.prior import TeacherPrior
-
-    p = TeacherPrior(n_rows=(64, 96), n_features=(2, 6), n_classes=(2, 4), label_noise=0.0,
-                     irrelevant_share=0.0, missing_share=0.0, kinds=("linear",))
-    a, b = p.sample(3, seed=5), p.sample(3, seed=5)
-    assert a.x.shape == b.x.shape and a.x.equal(b.x) and a.y.equal(b.y)
-    assert not p.sample(3, seed=6).y.equal(a.y) or a.x.shape != p.sample(3, seed=6).x.shape
-    nc = a.n_context
-    for i in range(3):
-        k = int(a.n_classes[i])
-        assert 2 <= k <= 4
-        assert set(a.y[i, :nc].long().tolist()) == set(range(k))  # every class is in the context
-        assert int(a.y[i].max()) < k
-    # a linear teacher without noise: the labels are a function of the features (a 1-NN beats chance)
-    f = int(a.feature_mask[0].sum())
-    x, y = a.x[0, :, :f], a.y[0].long()
-    nn_ = torch_cdist_argmin(x[nc:], x[:nc])
-    assert (y[:nc][nn_] == y[nc:]).float().mean() > 1.0 / int(a.n_classes[0]) + 0.15
-
-
-def torch_cdist_argmin(q, c):
-    import torch
-
-    return torch.cdist(q, c).argmin(1)
