@@ -109,3 +109,42 @@ def test_binning_round_trip(seed: int, n_bins: int, n: int) -> None:
 def test_binning_rejects_bad_targets() -> None:
     with pytest.raises(TabzooInputError, match="finite"):
         TargetBinner().fit(np.array([1.0, np.nan]))
+
+
+def test_selection_warns_when_it_falls_back() -> None:
+    import warnings
+
+    from tabzoo_tabflex.selection import ModelFallbackWarning
+
+    with pytest.warns(ModelFallbackWarning, match="L100.*falling back to 'small'"):
+        sel = select_model(5000, 10, 2, {"small": CONFIGS["small"]})
+    assert sel.name == "small" and sel.preferred == "L100"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the wanted config is available: no warning
+        assert select_model(5000, 10, 2, {"L100": CONFIGS["L100"], "small": CONFIGS["small"]}).name == "L100"
+
+
+def test_estimator_fit_warns_on_fallback() -> None:
+    from tabzoo_tabflex.estimators import TabFlexClassifier
+    from tabzoo_tabflex.selection import ModelFallbackWarning
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(60, 3)), np.repeat([0, 1], 30)
+    with pytest.warns(ModelFallbackWarning):
+        TabFlexClassifier(checkpoint="tabflex-small", n_estimators=1).fit(x, y)
+
+
+def test_tabflex_icl_checkpoint_loads_offline_with_metadata() -> None:
+    import json
+
+    from tabzoo_tabflex.estimators import _CKPT_DIR, load_tabflex
+
+    meta = json.loads((_CKPT_DIR / "tabflex-icl.json").read_text())
+    assert meta["prior"] == "icl" and meta["extra"]["package_version"] and meta["steps"] >= 400
+    assert meta["config"]["train_rows"] == 4096 and meta["extra"]["train_config"]["init_from"]
+    model = load_tabflex("tabflex-icl")
+    assert model.max_features == 100 and not model.training
+    small = load_tabflex("tabflex-small")
+    import torch
+
+    assert not torch.equal(model.x_encoder.weight, small.x_encoder.weight)

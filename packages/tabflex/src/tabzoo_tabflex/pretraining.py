@@ -98,6 +98,10 @@ def export(run_dir: str | Path, name: str = "tabflex-small", recipe: str = "smal
     meta["config"] = get_config(meta["config"]).to_dict()
     extra = meta.setdefault("extra", {})
     extra["recipe"] = recipe
+    from tabzoo_tabflex import __version__
+
+    extra["package"] = "tabzoo-tabflex"
+    extra["package_version"] = __version__
     if note:
         extra["note"] = note
     (dest / f"{name}.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
