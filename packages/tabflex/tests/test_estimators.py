@@ -149,3 +149,15 @@ def test_random_state_none_randomstate_and_generator() -> None:
     assert members(np.random.default_rng(5))[0] == members(np.random.default_rng(5))[0]
     with pytest.raises(TabzooInputError, match="random_state"):
         TabFlexClassifier(checkpoint="tabflex-small", random_state="seed").fit(x, y)
+
+
+def test_regression_passes_its_bin_count_to_selection() -> None:
+    import numpy as np
+    from tabzoo_tabflex.estimators import TabFlexRegressor
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 4))
+    y = x[:, 0] + 0.1 * rng.normal(size=120)
+    reg = TabFlexRegressor(checkpoint="tabflex-small", n_bins=30, n_estimators=1).fit(x, y)
+    assert reg.selection_.hierarchical and "30 classes" in reg.selection_.reason
+    assert TabFlexRegressor(checkpoint="tabflex-small", n_bins=8, n_estimators=1).fit(x, y).selection_.hierarchical is False
