@@ -181,3 +181,51 @@ def test_trains_on_the_real_scm_prior(task: str, tmp_path: Path) -> None:
     res = pretrain(model, "scm", out=tmp_path, steps=3, prior_config=prior_config, **FAST)
     assert len(res.losses) == 3 and all(math.isfinite(v) for v in res.losses)
     assert load_checkpoint(tmp_path / "model").meta["prior"] == "scm"
+
+
+class _StepAwareBlobs(BlobsPrior):
+    """Records the ``step=`` the loop passes (priors with a row curriculum need it)."""
+
+    step_aware = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[int] = []
+
+    def sample(self, batch_size: int, *, seed: int, device: str = "cpu", step: int | None = None):  # type: ignore[override]
+        assert step is not None
+        self.steps.append(step)
+        return super().sample(batch_size, seed=seed, device=device)
+
+
+def test_step_aware_prior_gets_the_step_and_resume_continues_it(tmp_path: Path) -> None:
+    prior = _StepAwareBlobs()
+    pretrain(build({}), prior, out=tmp_path, steps=3, checkpoint_every=1, **FAST)
+    assert prior.steps == [0, 1, 2]
+    again = _StepAwareBlobs()
+    pretrain(build({}), again, out=tmp_path, steps=5, resume=True, checkpoint_every=1, **FAST)
+    assert again.steps == [3, 4]
+    plain = BlobsPrior()  # a prior without step_aware is called without step= (it would fail otherwise)
+    pretrain(build({}), plain, steps=1, **FAST)
+
+
+def test_init_from_starts_from_a_checkpoint(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import save_checkpoint
+
+    src = build({"temperature": 0.37})
+    save_checkpoint(tmp_path / "init", src, architecture="icl_test", config={})
+    res = pretrain(build({}), BlobsPrior(), steps=1, lr=1e-9, init_from=str(tmp_path / "init"),
+                   **{k: v for k, v in FAST.items() if k != "lr"})
+    assert torch.allclose(res.model.log_temp, src.log_temp, atol=1e-6)
+    with pytest.raises(TabzooInputError, match="does not fit"):
+        pretrain(torch.nn.Linear(2, 2), BlobsPrior(), steps=1, init_from=str(tmp_path / "init"), **FAST)
+
+
+def test_amp_auto_on_cpu_uses_bf16_only_with_native_support(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabzoo.train import loop
+
+    monkeypatch.setattr(loop, "cpu_has_fast_bf16", lambda: False)
+    assert loop._amp("auto", torch.device("cpu")) == (None, False)
+    assert loop._amp("bf16", torch.device("cpu")) == (torch.bfloat16, False)  # asked for explicitly
+    monkeypatch.setattr(loop, "cpu_has_fast_bf16", lambda: True)
+    assert loop._amp("auto", torch.device("cpu")) == (torch.bfloat16, False)

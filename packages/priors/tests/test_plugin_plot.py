@@ -3,7 +3,7 @@
 import pytest
 from tabzoo_priors import SCMPrior, plot_datasets
 
-NAMES = {"scm", "tree_scm", "mix", "multitab_bench", "mmoe", "npt_lookup", "relational"}
+NAMES = {"scm", "tree_scm", "icl", "teacher", "mix", "multitab_bench", "mmoe", "npt_lookup", "relational"}
 
 
 def test_hook_registers_every_prior():

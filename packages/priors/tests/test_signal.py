@@ -9,13 +9,18 @@ per case) so the module runs in a few seconds on 2 cores.
 import numpy as np
 import pytest
 import torch
-from tabzoo_priors import SCMPrior, TreeSCMPrior
+from tabzoo_priors import ICLPrior, SCMPrior, TreeSCMPrior
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # noqa: E402
 from sklearn.metrics import r2_score  # noqa: E402
 
-PRIORS = {"scm": SCMPrior, "tree_scm": TreeSCMPrior}
+
+def _icl(**kw):
+    return ICLPrior(max_features=20, **kw)
+
+
+PRIORS = {"scm": SCMPrior, "tree_scm": TreeSCMPrior, "icl": _icl}
 SEEDS = (11, 12, 13)  # 3 batches x 8 episodes = 24 episodes per case
 BATCH = 8
 

@@ -124,3 +124,40 @@ def test_dataframe_with_categories_and_missing_values() -> None:
     assert list(clf.classes_) == ["neg", "pos"]
     p = clf.predict_proba(df.iloc[:10])
     assert p.shape == (10, 2) and np.isfinite(p).all()
+
+
+def test_random_state_none_randomstate_and_generator() -> None:
+    import numpy as np
+    from tabzoo.errors import TabzooInputError
+    from tabzoo_tabflex.estimators import TabFlexClassifier
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(80, 8)), np.repeat([0, 1], 40)
+
+    def members(rs):
+        clf = TabFlexClassifier(checkpoint="tabflex-small", n_estimators=4, random_state=rs).fit(x, y)
+        return [tuple(m.features) for m in clf.members_], clf
+
+    a, clf = members(np.random.RandomState(3))
+    b, _ = members(np.random.RandomState(3))
+    assert a == b  # a RandomState is honoured: same state, same members
+    assert clf.predict_proba(x[:5]).shape == (5, 2)
+    np.random.seed(0)
+    n1, _ = members(None)
+    n2, _ = members(None)
+    assert n1 != n2  # None draws fresh randomness per fit
+    assert members(np.random.default_rng(5))[0] == members(np.random.default_rng(5))[0]
+    with pytest.raises(TabzooInputError, match="random_state"):
+        TabFlexClassifier(checkpoint="tabflex-small", random_state="seed").fit(x, y)
+
+
+def test_regression_passes_its_bin_count_to_selection() -> None:
+    import numpy as np
+    from tabzoo_tabflex.estimators import TabFlexRegressor
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(120, 4))
+    y = x[:, 0] + 0.1 * rng.normal(size=120)
+    reg = TabFlexRegressor(checkpoint="tabflex-small", n_bins=30, n_estimators=1).fit(x, y)
+    assert reg.selection_.hierarchical and "30 classes" in reg.selection_.reason
+    assert TabFlexRegressor(checkpoint="tabflex-small", n_bins=8, n_estimators=1).fit(x, y).selection_.hierarchical is False

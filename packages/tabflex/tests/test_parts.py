@@ -111,28 +111,40 @@ def test_binning_rejects_bad_targets() -> None:
         TargetBinner().fit(np.array([1.0, np.nan]))
 
 
-def test_teacher_prior_is_valid_deterministic_and_learnable() -> None:
-    from tabzoo_tabflex.prior import TeacherPrior
+def test_selection_warns_when_it_falls_back() -> None:
+    import warnings
 
-    p = TeacherPrior(n_rows=(64, 96), n_features=(2, 6), n_classes=(2, 4), label_noise=0.0,
-                     irrelevant_share=0.0, missing_share=0.0, kinds=("linear",))
-    a, b = p.sample(3, seed=5), p.sample(3, seed=5)
-    assert a.x.shape == b.x.shape and a.x.equal(b.x) and a.y.equal(b.y)
-    assert not p.sample(3, seed=6).y.equal(a.y) or a.x.shape != p.sample(3, seed=6).x.shape
-    nc = a.n_context
-    for i in range(3):
-        k = int(a.n_classes[i])
-        assert 2 <= k <= 4
-        assert set(a.y[i, :nc].long().tolist()) == set(range(k))  # every class is in the context
-        assert int(a.y[i].max()) < k
-    # a linear teacher without noise: the labels are a function of the features (a 1-NN beats chance)
-    f = int(a.feature_mask[0].sum())
-    x, y = a.x[0, :, :f], a.y[0].long()
-    nn_ = torch_cdist_argmin(x[nc:], x[:nc])
-    assert (y[:nc][nn_] == y[nc:]).float().mean() > 1.0 / int(a.n_classes[0]) + 0.15
+    from tabzoo_tabflex.selection import ModelFallbackWarning
+
+    with pytest.warns(ModelFallbackWarning, match="L100.*falling back to 'small'"):
+        sel = select_model(5000, 10, 2, {"small": CONFIGS["small"]})
+    assert sel.name == "small" and sel.preferred == "L100"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the wanted config is available: no warning
+        assert select_model(5000, 10, 2, {"L100": CONFIGS["L100"], "small": CONFIGS["small"]}).name == "L100"
 
 
-def torch_cdist_argmin(q, c):
+def test_estimator_fit_warns_on_fallback() -> None:
+    from tabzoo_tabflex.estimators import TabFlexClassifier
+    from tabzoo_tabflex.selection import ModelFallbackWarning
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(60, 3)), np.repeat([0, 1], 30)
+    with pytest.warns(ModelFallbackWarning):
+        TabFlexClassifier(checkpoint="tabflex-small", n_estimators=1).fit(x, y)
+
+
+def test_tabflex_icl_checkpoint_loads_offline_with_metadata() -> None:
+    import json
+
+    from tabzoo_tabflex.estimators import _CKPT_DIR, load_tabflex
+
+    meta = json.loads((_CKPT_DIR / "tabflex-icl.json").read_text())
+    assert meta["prior"] == "icl" and meta["extra"]["package_version"] and meta["steps"] >= 400
+    assert meta["config"]["train_rows"] == 4096 and meta["extra"]["train_config"]["init_from"]
+    model = load_tabflex("tabflex-icl")
+    assert model.max_features == 100 and not model.training
+    small = load_tabflex("tabflex-small")
     import torch
 
-    return torch.cdist(q, c).argmin(1)
+    assert not torch.equal(model.x_encoder.weight, small.x_encoder.weight)

@@ -17,6 +17,9 @@ from tabzoo_priors.config import DatasetConfig
 
 __all__ = ["DatasetShapes", "RawBatch", "sample_shapes", "assemble", "standardize"]
 
+#: rows used to estimate the category thresholds of categorical columns
+_QUANTILE_ROWS = 256
+
 
 def standardize(h: torch.Tensor, dim: int = 1, eps: float = 1e-6) -> torch.Tensor:
     """Zero-mean unit-std along ``dim`` (rows); constant columns become 0."""
@@ -67,6 +70,12 @@ def sample_shapes(
     logs = torch.log(torch.tensor([lo, hi + 1.0]))
     f = torch.exp(logs[0] + (logs[1] - logs[0]) * torch.rand(batch_size, generator=g))
     n_features = f.floor().long().clamp(lo, hi)
+    if cfg.n_features_uniform_share > 0 or cfg.n_features_full_share > 0:  # (no extra draws otherwise)
+        u = torch.rand(batch_size, generator=g)
+        uni = torch.randint(lo, hi + 1, (batch_size,), generator=g)
+        full_cut = 1.0 - cfg.n_features_full_share
+        n_features = torch.where(u >= full_cut, torch.full_like(n_features, hi), n_features)
+        n_features = torch.where((u >= full_cut - cfg.n_features_uniform_share) & (u < full_cut), uni, n_features)
     if task == "classification":
         k_hi = min(cfg.n_classes[1], n_context // 2)
         k_lo = min(cfg.n_classes[0], k_hi)
@@ -100,6 +109,9 @@ class RawBatch:
     :ivar categorical: ``[batch, features]`` bool, True where a feature holds category codes.
     :ivar irrelevant: ``[batch, features]`` bool, True where a feature is noise independent of y.
     :ivar missing: ``[batch, rows, features]`` bool, True where a cell was blanked (x is NaN).
+    :ivar duplicate_of: ``[batch, features]`` long, the index of the feature a column copies
+        (exactly, or as ``a * x + c`` for numeric columns), -1 for original columns; ``None`` when
+        the prior makes no duplicates.
     """
 
     x: torch.Tensor
@@ -111,6 +123,7 @@ class RawBatch:
     categorical: torch.Tensor
     irrelevant: torch.Tensor
     missing: torch.Tensor
+    duplicate_of: torch.Tensor | None = None
 
     @property
     def batch_size(self) -> int:
@@ -242,12 +255,19 @@ def assemble(
         m = cfg.max_categories
         kc = torch.randint(2, m + 1, (b, f_max), generator=g, device=dev)
         imb = torch.rand(b, f_max, generator=g, device=dev) < 0.5
-        cuts = _cut_points(kc, m, imb, torch.full((b, f_max), 0.5 / m, device=dev), g)
-        u = _rank01(x, g)  # [b, n, f]
-        codes = (u.unsqueeze(-1) >= cuts.unsqueeze(1)).sum(-1)  # [b, n, f]
+        cuts = _cut_points(kc, m, imb, torch.full((b, f_max), 0.5 / m, device=dev), g)  # [b, f, m-1]
+        # quantile thresholds estimated on the first rows (rows are i.i.d. here), then binary search:
+        # O(rows * log m) per column instead of a full sort and a [b, rows, f, m] comparison
+        r = min(n, _QUANTILE_ROWS)
+        # ties (ReLU zeros, tree leaves) are broken at random, as by rank, so no column collapses
+        xj = x + torch.rand(x.shape, generator=g, device=dev, dtype=dt) * 1e-6 * (x.abs() + 1)
+        srt = torch.sort(xj[:, :r], dim=1).values  # [b, r, f]
+        pos = (cuts.clamp(0, 1) * r).long().clamp(0, r - 1).transpose(1, 2)  # [b, m-1, f]
+        thr = srt.gather(1, pos).masked_fill(cuts.transpose(1, 2) >= 2.0, float("inf"))
+        codes = torch.searchsorted(thr.permute(0, 2, 1).contiguous(), xj.permute(0, 2, 1).contiguous(), right=True)
         perm = _random_code_perm(kc, m, g)  # [b, f, m]
-        codes = perm.unsqueeze(1).expand(b, n, f_max, m).gather(3, codes.unsqueeze(-1))
-        x = torch.where(categorical.unsqueeze(1), codes.squeeze(-1).to(dt), x)
+        codes = perm.gather(2, codes.clamp_max(m - 1)).permute(0, 2, 1)  # [b, n, f]
+        x = torch.where(categorical.unsqueeze(1), codes.to(dt), x)
     # -- row order: context first, every class present in the context ---------------------
     keys = torch.rand(b, n, generator=g, device=dev)
     if shapes.task == "classification":

@@ -24,6 +24,11 @@ class DatasetConfig:
 
     :param n_rows: rows per dataset (context + query), log-uniform; one value per batch call.
     :param n_features: features per dataset, log-uniform; one value per dataset.
+    :param n_features_uniform_share: share of datasets whose feature count is instead uniform in
+        ``n_features`` (log-uniform alone rarely reaches the top of the range).
+    :param n_features_full_share: share of datasets with exactly ``n_features[1]`` features (the
+        model's full input width, as after a random projection of a wide table), so that every
+        input slot is trained.
     :param n_classes: classes per classification dataset, uniform; one value per dataset
         (capped at ``n_context // 2`` so every class can appear in the context).
     :param task: ``"classification"``, ``"regression"`` or ``"mixed"`` (one task per batch call,
@@ -40,6 +45,8 @@ class DatasetConfig:
 
     n_rows: tuple[int, int] = (256, 1024)
     n_features: tuple[int, int] = (2, 20)
+    n_features_uniform_share: float = 0.0
+    n_features_full_share: float = 0.0
     n_classes: tuple[int, int] = (2, 10)
     task: str = "classification"
     regression_prob: float = 0.5
@@ -61,10 +68,15 @@ class DatasetConfig:
         check_range("context_fraction", self.context_fraction, 0.05, 0.95)
         if self.task not in _TASKS:
             raise TabzooInputError(f"task={self.task!r} is unknown; use one of {_TASKS}.")
-        for name in ("regression_prob", "imbalanced_prob"):
+        for name in ("regression_prob", "imbalanced_prob", "n_features_uniform_share", "n_features_full_share"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise TabzooInputError(f"{name}={v} must lie in [0, 1].")
+        if self.n_features_uniform_share + self.n_features_full_share > 1.0:
+            raise TabzooInputError(
+                "n_features_uniform_share + n_features_full_share must be <= 1, got "
+                f"{self.n_features_uniform_share} + {self.n_features_full_share}."
+            )
         if self.max_categories < 2:
             raise TabzooInputError(f"max_categories={self.max_categories} must be >= 2.")
         if self.task != "regression":

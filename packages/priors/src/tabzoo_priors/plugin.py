@@ -30,6 +30,11 @@ def tabzoo_register_priors(register: Any) -> None:
          "tree SCM prior (ORION-MSP B.1.2): random decision trees of depth 1-4 as mechanisms"),
         ("mix", "tabzoo_priors.mixture:MixturePrior", "episodes",
          "pretraining mixture: 70% SCM, 30% tree SCM batches"),
+        ("icl", "tabzoo_priors.icl:ICLPrior", "episodes",
+         "shared in-context prior: SCM, tree SCM, linear/MLP/GP teachers; categoricals, missing, "
+         "imbalance, irrelevant and duplicated columns, every input slot, row curriculum to 4,096"),
+        ("teacher", "tabzoo_priors.teachers:TeacherPrior", "episodes",
+         "linear / MLP / random-Fourier-feature (GP) teacher tasks (kind=...)"),
         ("multitab_bench", "tabzoo_priors.multitab:MultiTabBench", "multitask",
          "MultiTab-Bench: t tasks with pairwise weight correlation p, polynomial degree and noise per task"),
         ("mmoe", "tabzoo_priors.multitab:MMoEPrior", "multitask",

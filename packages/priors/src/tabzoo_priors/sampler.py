@@ -106,6 +106,60 @@ class Curriculum:
             ))
         return Curriculum(tuple(out))
 
+    @classmethod
+    def from_config(cls, stages: Any) -> Curriculum:
+        """Build from a :class:`Curriculum`, ``"orion_msp"`` or a JSON-able list of stage dicts.
+
+        A stage dict needs ``steps`` and ``rows`` (``[min, max]``); ``rows_distribution``
+        (default ``"log_uniform"``), ``name``, ``datasets_per_step`` and ``micro_batches``
+        (default 1: the trainer's own batch size applies) and ``trainable`` are optional.
+        """
+        if isinstance(stages, Curriculum):
+            return stages
+        if stages == "orion_msp":
+            return cls.orion_msp()
+        if not isinstance(stages, (list, tuple)) or not stages:
+            raise TabzooInputError(
+                f"curriculum must be 'orion_msp', a Curriculum or a non-empty list of stage dicts, got {stages!r}."
+            )
+        out = []
+        for i, st in enumerate(stages):
+            if isinstance(st, CurriculumStage):
+                out.append(st)
+                continue
+            if not isinstance(st, dict) or "steps" not in st or "rows" not in st:
+                raise TabzooInputError(
+                    f"curriculum stage {i} is {st!r}; give a dict with 'steps' and 'rows': [min, max]."
+                )
+            extra = sorted(set(st) - {"name", "steps", "rows", "rows_distribution", "datasets_per_step",
+                                      "micro_batches", "trainable"})
+            if extra:
+                raise TabzooInputError(f"curriculum stage {i}: unknown key(s) {extra}.")
+            out.append(CurriculumStage(
+                name=str(st.get("name", f"stage{i + 1}")), steps=int(st["steps"]),
+                datasets_per_step=int(st.get("datasets_per_step", 1)),
+                micro_batches=int(st.get("micro_batches", 1)),
+                rows=(int(st["rows"][0]), int(st["rows"][1])),
+                rows_distribution=str(st.get("rows_distribution", "log_uniform")),
+                trainable=str(st.get("trainable", "all")),
+            ))
+        return cls(tuple(out))
+
+    def stage_at_step(self, step: int) -> CurriculumStage:
+        """The stage of optimiser step ``step``; steps past the end stay in the last stage."""
+        left = int(step)
+        for s in self.stages:
+            if left < s.steps:
+                return s
+            left -= s.steps
+        return self.stages[-1]
+
+    def to_config(self) -> list[dict[str, Any]]:
+        """JSON-able form, the inverse of :meth:`from_config`."""
+        return [{"name": s.name, "steps": s.steps, "rows": list(s.rows), "rows_distribution": s.rows_distribution,
+                 "datasets_per_step": s.datasets_per_step, "micro_batches": s.micro_batches,
+                 "trainable": s.trainable} for s in self.stages]
+
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)

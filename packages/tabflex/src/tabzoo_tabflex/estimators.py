@@ -134,6 +134,12 @@ class _TabFlexMixin:
                 n_classes = int(np.unique(np.asarray(y, dtype=object).astype(str)).size)
             except (TypeError, ValueError):
                 n_classes = 1
+        elif y is not None and isinstance(self, InContextRegressor):
+            # regression runs as classification over target bins: select for that many classes
+            try:
+                n_classes = max(1, min(int(self.n_bins), int(np.unique(np.asarray(y, dtype=float)).size)))  # type: ignore[attr-defined]
+            except (TypeError, ValueError):
+                n_classes = 1
         if X is not None and y is not None:
             self.selection_ = self._select(X, n_classes)
         Xt = super()._fit_context(X, y)  # type: ignore[misc]

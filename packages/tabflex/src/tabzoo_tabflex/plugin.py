@@ -1,13 +1,15 @@
 """tabzoo plugin entry point of tabzoo-tabflex: the ``tabflex`` architecture and its conformance case.
 
-Only hook implementations live here; torch and the model are imported lazily inside them.
+Only hook implementations live here; torch and the model are imported lazily inside them. The
+plugin registers no prior of its own: TabFlex pretrains on the shared ``icl`` prior of
+tabzoo-priors (like every in-context plugin).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, PriorSpec, hookimpl
+from tabzoo.plugins import ArchitectureSpec, hookimpl
 
 # the plugin's config form: a preset plus per-field overrides (None = the preset's value)
 _CONFIG_KEYS = ("name", "max_features", "max_classes", "d_model", "n_heads", "n_layers", "d_ff", "d_decoder",
@@ -36,7 +38,7 @@ def tabzoo_register_architectures(register: Any) -> None:
         capabilities=CAPABILITIES,
         kind="in-context",
         estimator="tabzoo_tabflex.estimators:TabFlexClassifier",
-        pretrained=("tabflex-small",),
+        pretrained=("tabflex-small", "tabflex-icl"),
         description="TabFlex (papers/004): TabPFN-style ICL with non-causal linear attention; "
                     "presets S100, L100, H1K, small (shipped), tiny",
     ))
@@ -49,24 +51,3 @@ def tabzoo_conformance_cases(register: Any) -> None:
 
     register(make_case())
 
-
-def _tabflex_prior(**config: Any) -> Any:
-    from tabzoo_tabflex.prior import TabFlexPrior
-
-    return TabFlexPrior(**config)
-
-
-def _teacher_prior(**config: Any) -> Any:
-    from tabzoo_tabflex.prior import TeacherPrior
-
-    return TeacherPrior(**config)
-
-
-@hookimpl
-def tabzoo_register_priors(register: Any) -> None:
-    """Register the TabFlex pretraining priors (``tabflex_mix`` needs tabzoo-priors at sampling time)."""
-    register(PriorSpec(name="tabflex_mix", factory=_tabflex_prior, kind="episodes",
-                       description="TabFlex pretraining prior: tabzoo_priors 'mix' (SCM + tree SCM) plus "
-                                   "clean teacher tasks (linear, MLP, random Fourier features / GP)"))
-    register(PriorSpec(name="tabflex_teacher", factory=_teacher_prior, kind="episodes",
-                       description="classification episodes labelled by random linear / MLP / RFF teachers"))

@@ -18,6 +18,7 @@ used and the features are projected to its width.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,11 +26,18 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_tabflex.config import CONFIGS, TabFlexConfig
 
-__all__ = ["Selection", "algorithm1", "select_model", "LARGE_ROWS", "WIDE_FEATURES", "HIGH_DIM_FEATURES"]
+__all__ = ["Selection", "ModelFallbackWarning", "algorithm1", "select_model", "LARGE_ROWS", "WIDE_FEATURES", "HIGH_DIM_FEATURES"]
 
 LARGE_ROWS = 3000
 WIDE_FEATURES = 100
 HIGH_DIM_FEATURES = 1000
+
+
+class ModelFallbackWarning(UserWarning):
+    """The config model selection wanted has no weights; a nearest available one runs instead.
+
+    Silence it with ``warnings.simplefilter("ignore", ModelFallbackWarning)``.
+    """
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,12 @@ def select_model(n_rows: int, n_features: int, n_classes: int = 2,
         name = min(avail, key=lambda k: (avail[k].max_features < min(n_features, want.max_features),
                                          abs(avail[k].train_rows - want.train_rows), avail[k].max_features))
         reason += f"; no weights for it, using {name!r}"
+        warnings.warn(
+            f"TabFlex: Algorithm 1 wants the {preferred} model for n={n_rows}, d={n_features}, but no weights "
+            f"for it are available; falling back to {name!r} (trained on {avail[name].train_rows}-row prompts, "
+            f"{avail[name].max_features} features). Pass checkpoint=<stem> of a {preferred} checkpoint to use one.",
+            ModelFallbackWarning, stacklevel=3,
+        )
     cfg = avail[name]
     if n_classes > cfg.max_classes:
         wider = [k for k, c in avail.items() if c.max_classes >= n_classes and c.max_features >= cfg.max_features

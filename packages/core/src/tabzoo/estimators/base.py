@@ -131,7 +131,7 @@ class InContextEstimator(BaseEstimator):
                 "%s: %d features but the model takes %d; each ensemble member uses a random subset.",
                 type(self).__name__, n_features, max_features,
             )
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = _seed_from(self.random_state)
         return make_members(int(self.n_estimators), n_features, n_classes, seed, max_features)
 
     def _chunks(self, n_query: int) -> Iterator[slice]:
@@ -264,3 +264,22 @@ class InContextEstimator(BaseEstimator):
             )
         est.model_ = model.to(est.device_).eval()
         return est
+
+
+def _seed_from(random_state: Any) -> int:
+    """The ensemble seed, drawn once at fit (scikit-learn's convention).
+
+    ``None``: fresh randomness from numpy's global RNG; an int: that seed; a
+    ``np.random.RandomState`` or ``np.random.Generator``: one draw from it.
+    """
+    if random_state is None:
+        return int(np.random.randint(2**31 - 1))
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    raise TabzooInputError(
+        f"random_state={random_state!r} is not supported; pass None, an int, a numpy RandomState or a Generator."
+    )

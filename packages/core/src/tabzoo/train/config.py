@@ -30,7 +30,8 @@ class TrainConfig:
     :param warmup_steps: linear warmup; ``None`` = 5% of ``steps``.
     :param min_lr_ratio: the cosine decays to ``lr * min_lr_ratio`` at the last step.
     :param clip_norm: gradient-norm clipping (``None`` or 0 = off).
-    :param amp: ``"auto"`` (bf16 on CPU, bf16 or fp16 + GradScaler on GPU), ``"bf16"``,
+    :param amp: ``"auto"`` (bf16 on a CPU with AVX512-BF16/AMX, else fp32; bf16 or fp16 +
+        GradScaler on GPU), ``"bf16"``,
         ``"fp16"`` (GPU only, with a GradScaler), or ``"off"``.
     :param seed: batches are a pure function of ``(seed, step, draw)``; weights are
         initialised after ``torch.manual_seed(seed)``.
@@ -41,6 +42,9 @@ class TrainConfig:
     :param plot: write ``learning_curve.png`` next to each checkpoint (needs ``matplotlib``).
     :param model_config: overrides of the architecture's default config.
     :param prior_config: keyword arguments of the prior's factory.
+    :param init_from: path stem of a model checkpoint (``tabzoo.checkpoint`` safetensors + JSON,
+        e.g. a shipped one) whose weights start the run (fine-tuning); its tensors must fit the
+        model. A resumed run loads its own state instead.
     """
 
     steps: int = 1000
@@ -59,6 +63,7 @@ class TrainConfig:
     plot: bool = True
     model_config: dict[str, Any] = field(default_factory=dict)
     prior_config: dict[str, Any] = field(default_factory=dict)
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if int(self.steps) < 1:
