@@ -29,7 +29,7 @@ from tabzoo_npt.model import NPT
 from tabzoo_npt.optim import Lamb, Lookahead, flat_then_cosine, lambda_schedule
 from tabzoo_npt.predict import predict_cells
 
-__all__ = ["TrainConfig", "TrainResult", "cell_losses", "stratified_batches", "fit_npt", "MODES"]
+__all__ = ["TrainConfig", "TrainResult", "cell_losses", "objective", "stratified_batches", "fit_npt", "MODES"]
 
 logger = logging.getLogger("tabzoo_npt")
 MODES = ("inductive", "semi_supervised", "transductive")
@@ -94,6 +94,18 @@ def cell_losses(logits: torch.Tensor, values: torch.Tensor, cards: torch.Tensor)
     ce = -torch.log_softmax(masked_logits, dim=-1).gather(-1, codes[..., None])[..., 0]
     ce = torch.nan_to_num(ce, posinf=0.0)
     return torch.where(cards > 0, ce, mse)
+
+
+def objective(per_cell: torch.Tensor, feature_cells: torch.Tensor, target_cells: torch.Tensor,
+              lam: float) -> torch.Tensor:
+    """``lam * L_features + (1 - lam) * L_targets``, each the mean over its own selected cells
+    (a term with no selected cell is 0).
+
+    :param per_cell: ``[..., d]`` losses; :param feature_cells, target_cells: ``[..., d]`` bool.
+    """
+    lf = (per_cell * feature_cells).sum() / feature_cells.sum().clamp(min=1)
+    lt = (per_cell * target_cells).sum() / target_cells.sum().clamp(min=1)
+    return lam * lf + (1.0 - lam) * lt
 
 
 def stratified_batches(n_rows: int, batch_size: int, rng: np.random.Generator,
@@ -186,21 +198,18 @@ def fit_npt(
                 isolated = (hidden & target_cells).any(dim=1)[None]
             logits = model(inputs[None], hidden[None], isolated)[0]
             per_cell = cell_losses(logits, vals, model.cards)
-            fsel, tsel = feat.selected, tgt.selected
-            lf = (per_cell * fsel).sum() / fsel.sum().clamp(min=1)
-            lt = (per_cell * tsel).sum() / tsel.sum().clamp(min=1)
             lam = lambda_schedule(step, cfg.steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
-            loss = lam * lf + (1.0 - lam) * lt
+            loss = objective(per_cell, feat.selected, tgt.selected, lam)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
             opt.step()
             sched.step()
-            result.losses.append(float(loss))
+            result.losses.append(float(loss.detach()))
             result.steps = step + 1
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{float(loss):.4f}", lam=f"{lam:.2f}")
+                bar.set_postfix(loss=f"{result.losses[-1]:.4f}", lam=f"{lam:.2f}")
             if validation is not None and targets and len(validation) and ((step + 1) % cfg.eval_every == 0
                                                                            or step + 1 == cfg.steps):
                 v = validation_loss(model, values, validation, targets, cfg)
