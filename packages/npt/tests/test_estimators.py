@@ -146,14 +146,22 @@ def test_bad_inputs() -> None:
         clf.predict(X[:, :2])
 
 
+_ROUNDING = ("float rounding only: a row's prediction is mathematically independent of the other query "
+             "rows (isolated rows, fixed context; asserted to 1e-5 in test_prediction_does_not_depend_on_"
+             "batch_composition), but BLAS and attention kernels round differently for other batch shapes "
+             "and positions (~1e-7 relative), above scikit-learn's rtol=1e-7")
+
+
 def _expected_failed(estimator) -> dict[str, str]:
-    return {}
+    if isinstance(estimator, NPTImputer):
+        return {}
+    return {"check_methods_sample_order_invariance": _ROUNDING, "check_methods_subset_invariance": _ROUNDING}
 
 
 @parametrize_with_checks(
-    [NPTClassifier(preset="tiny", steps=60, lr=1e-2, validation_fraction=0.0),
-     NPTRegressor(preset="tiny", steps=60, lr=1e-2, validation_fraction=0.0),
-     NPTImputer(preset="tiny", steps=10, lr=1e-2)],
+    [NPTClassifier(preset="tiny", n_layers=2, steps=40, lr=2e-2, validation_fraction=0.0),
+     NPTRegressor(preset="tiny", n_layers=2, steps=40, lr=2e-2, validation_fraction=0.0),
+     NPTImputer(preset="tiny", n_layers=2, steps=5, lr=1e-2)],
     expected_failed_checks=_expected_failed,
 )
 def test_sklearn_compatible(estimator, check) -> None:

@@ -160,6 +160,11 @@ class _NPTBase(BaseEstimator):
 class NPTClassifier(ClassifierMixin, _NPTBase):
     """NPT for classification: the label is a categorical target attribute."""
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are masked cells (appendix C.4.1)
+        return tags
+
     def fit(self, X: Any, y: Any, X_unlabeled: Any = None) -> NPTClassifier:
         X = self._validate_fit_input(X, y)
         classes, encoded = classification_labels(y, X.shape[0])
@@ -173,7 +178,8 @@ class NPTClassifier(ClassifierMixin, _NPTBase):
         return torch.softmax(logits.double(), dim=-1).numpy()
 
     def predict(self, X: Any) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class NPTRegressor(RegressorMixin, _NPTBase):
@@ -181,6 +187,7 @@ class NPTRegressor(RegressorMixin, _NPTBase):
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are masked cells (appendix C.4.1)
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags
