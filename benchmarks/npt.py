@@ -216,7 +216,7 @@ def run_scaling(sizes: tuple[int, ...] = (64, 128, 256, 512, 1024), steps: int =
         values = torch.randn(1, n, d)
         mask = torch.rand(1, n, d) < 0.15
 
-        def step() -> None:
+        def step(values: torch.Tensor = values, mask: torch.Tensor = mask) -> None:
             out = model(values, mask)
             loss = objective(cell_losses(out, values, model.cards), mask, mask, 0.5)
             opt.zero_grad()

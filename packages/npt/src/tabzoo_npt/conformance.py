@@ -35,9 +35,18 @@ def forward(model: NPT, x: torch.Tensor, y: torch.Tensor, query_mask: torch.Tens
     """Rows protocol -> NPT: ``[B, N, F]`` features + ``[B, N]`` targets, query targets hidden."""
     from tabzoo.errors import TabzooInputError
 
-    if not isinstance(x, torch.Tensor) or x.dim() != 3 or y.shape != x.shape[:2] or query_mask.shape != y.shape:
+    if not all(isinstance(t, torch.Tensor) for t in (x, y, query_mask)):
         raise TabzooInputError(
-            "x must be [batch, rows, features] with y and query_mask [batch, rows]; fix the shapes."
+            "x, y and query_mask must be torch tensors (numeric labels); encode string or mixed labels first."
+        )
+    if x.dim() != 3 or y.shape != x.shape[:2] or query_mask.shape != y.shape or query_mask.dtype != torch.bool:
+        raise TabzooInputError(
+            "x must be [batch, rows, features] with y and a bool query_mask [batch, rows]; fix the shapes."
+        )
+    if bool(query_mask.all(dim=1).any()):
+        raise TabzooInputError(
+            "every row of an episode is masked, so there is no context to predict from; leave at least one "
+            "row's target visible."
         )
     values = torch.cat([x, y[..., None].to(x.dtype)], dim=-1)
     mask = torch.zeros(values.shape, dtype=torch.bool, device=x.device)

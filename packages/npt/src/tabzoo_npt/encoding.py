@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 from tabzoo.errors import TabzooInputError
-from tabzoo.estimators.preprocessing import BOOLEAN, CATEGORICAL, MISSING_CODE, TabularPreprocessor, soft_clip
+from tabzoo.estimators.preprocessing import (
+    BOOLEAN,
+    CATEGORICAL,
+    MISSING_CODE,
+    TabularPreprocessor,
+    soft_clip,
+)
 
 __all__ = ["TableEncoder", "inverse_soft_clip"]
 
