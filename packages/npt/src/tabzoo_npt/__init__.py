@@ -1,0 +1,30 @@
+"""tabzoo-npt: Non-Parametric Transformers (papers/002; DESIGN.md §3 "tabzoo-npt").
+
+Public names are imported lazily, so ``import tabzoo_npt`` stays light::
+
+    from tabzoo_npt import NPTClassifier, NPTRegressor, NPTImputer, NPT, corruption_test
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "NPT": "model", "NPTConfig": "model", "build": "model", "PRESETS": "model",
+    "TrainConfig": "train", "fit_npt": "train", "stratified_batches": "train",
+    "predict_cells": "predict", "context_indices": "predict",
+    "Lamb": "optim", "Lookahead": "optim",
+    "stochastic_mask": "masking",
+    "NPTClassifier": "estimators", "NPTRegressor": "estimators", "NPTImputer": "estimators",
+    "corruption_test": "diagnostics", "CorruptionReport": "diagnostics",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"tabzoo_npt.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'tabzoo_npt' has no attribute {name!r}")

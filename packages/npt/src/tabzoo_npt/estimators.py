@@ -1,0 +1,285 @@
+"""scikit-learn estimators: :class:`NPTClassifier`, :class:`NPTRegressor`, :class:`NPTImputer`.
+
+``fit`` trains an NPT on the table (features and targets are attributes; missing values are
+masked cells), ``predict`` predicts each row from a fixed, seeded context of training rows
+(:mod:`tabzoo_npt.predict`). ``mode="semi_supervised"`` or ``"transductive"`` lets ``fit`` take
+``X_unlabeled`` rows; in the transductive mode ``predict`` also lets test rows attend to each
+other. The regressor accepts ``y [n, n_targets]`` (multi-target prediction).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.base import resolve_device
+from tabzoo.estimators.sk import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    check_input_array,
+    check_is_fitted,
+    check_n_features_and_names,
+    classification_labels,
+    require_y,
+)
+
+from tabzoo_npt.encoding import TableEncoder
+from tabzoo_npt.model import NPT, PRESETS, NPTConfig
+from tabzoo_npt.predict import predict_cells
+from tabzoo_npt.train import TrainConfig, TrainResult, fit_npt
+
+__all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
+logger = logging.getLogger("tabzoo_npt")
+
+try:  # TransformerMixin lives next to the other mixins; import here to keep sk.py untouched
+    from sklearn.base import TransformerMixin
+except ImportError as exc:  # pragma: no cover
+    raise ImportError("tabzoo_npt.estimators needs scikit-learn: pip install 'tabzoo-npt[sklearn]'.") from exc
+
+
+class _NPTBase(BaseEstimator):
+    """Shared parameters and machinery (see the module docstring).
+
+    :param preset: architecture preset (``"tiny"``, ``"small"``, ``"base"``); the next four override it.
+    :param steps: optimisation steps (the paper trains 2000 epochs on small data; CPU budgets are smaller).
+    :param lr: base learning rate of LAMB (flat for ``flat_fraction`` of steps, then cosine to 0).
+    :param batch_size: rows per minibatch; the whole table when it fits (class-stratified otherwise).
+    :param p_feature, p_target: stochastic masking probabilities (0.15 in the paper).
+    :param validation_fraction: share of training rows held out for early stopping (0 = none).
+    :param context_size: training rows each prediction sees (a fixed seeded sample beyond it).
+    :param mode: ``"inductive"`` (default), ``"semi_supervised"`` or ``"transductive"``.
+    :param progress: tqdm progress bar during fit.
+    """
+
+    _n_targets = 1
+
+    def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
+                 n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
+                 flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
+                 p_target: float = 0.15, validation_fraction: float = 0.1, eval_every: int = 25,
+                 patience: int = 6, context_size: int = 1024, chunk_size: int = 256, mode: str = "inductive",
+                 progress: bool = False, random_state: int = 0, device: str = "cpu") -> None:
+        self.preset, self.dim, self.n_layers, self.n_heads, self.dropout = preset, dim, n_layers, n_heads, dropout
+        self.steps, self.lr, self.flat_fraction, self.batch_size = steps, lr, flat_fraction, batch_size
+        self.p_feature, self.p_target, self.validation_fraction = p_feature, p_target, validation_fraction
+        self.eval_every, self.patience, self.context_size, self.chunk_size = eval_every, patience, context_size, chunk_size
+        self.mode, self.progress, self.random_state, self.device = mode, progress, random_state, device
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _train_config(self) -> TrainConfig:
+        return TrainConfig(steps=int(self.steps), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
+                           batch_size=int(self.batch_size), p_feature=float(self.p_feature),
+                           p_target=float(self.p_target), eval_every=int(self.eval_every),
+                           patience=int(self.patience), context_size=int(self.context_size), mode=self.mode,
+                           progress=bool(self.progress), seed=int(self.random_state or 0))
+
+    def _build_model(self, cardinalities: tuple[int, ...]) -> NPT:
+        if self.preset not in PRESETS:
+            raise TabzooInputError(f"preset={self.preset!r} is unknown; use one of {sorted(PRESETS)}.")
+        cfg = dict(PRESETS[self.preset])
+        cfg.update({k: v for k, v in (("dim", self.dim), ("n_layers", self.n_layers), ("n_heads", self.n_heads),
+                                      ("dropout", self.dropout)) if v is not None})
+        heads = int(cfg["n_heads"])
+        while (len(cardinalities) * int(cfg["dim"])) % heads:
+            heads -= 1
+        cfg["n_heads"] = heads
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(self.random_state or 0))
+            model = NPT(NPTConfig(cardinalities=cardinalities, **cfg))
+        return model.to(resolve_device(self.device))
+
+    def _fit_table(self, X: Any, target_cells: np.ndarray, target_cards: tuple[int, ...],
+                   X_unlabeled: Any, strata: np.ndarray | None) -> TrainResult:
+        """Encode ``X``, append ``target_cells [n, t]``, split validation rows, train."""
+        self.encoder_ = TableEncoder().fit(X)
+        xv = self.encoder_.transform(X)
+        values = np.concatenate([xv, target_cells.astype(np.float32)], axis=1)
+        d_x = xv.shape[1]
+        self.targets_ = tuple(range(d_x, d_x + target_cells.shape[1]))
+        self.model_ = self._build_model(self.encoder_.cardinalities + target_cards)
+        unlabeled = None
+        if X_unlabeled is not None:
+            if self.mode == "inductive":
+                raise TabzooInputError("X_unlabeled needs mode='semi_supervised' or 'transductive'; the default "
+                                       "inductive mode trains on the labeled rows only.")
+            xu = check_input_array(X_unlabeled)
+            check_n_features_and_names(self, xu, reset=False)
+            uv = self.encoder_.transform(xu)
+            unlabeled = np.concatenate([uv, np.full((len(uv), target_cells.shape[1]), np.nan, np.float32)], axis=1)
+        n = len(values)
+        rng = np.random.default_rng(int(self.random_state or 0))
+        val = None
+        train_idx = np.arange(n)
+        if self.validation_fraction and n >= 20:
+            n_val = max(1, int(round(self.validation_fraction * n)))
+            order = rng.permutation(n)
+            if strata is not None:  # stratified hold-out: deal classes out round-robin
+                order = order[np.argsort(strata[order], kind="stable")]
+                pick = order[:: max(2, n // n_val)][:n_val]
+            else:
+                pick = order[:n_val]
+            keep = np.ones(n, dtype=bool)
+            keep[pick] = False
+            train_idx, val = np.flatnonzero(keep), values[pick]
+        cfg = self._train_config()
+        result = fit_npt(self.model_, values[train_idx], self.targets_, cfg, validation=val, unlabeled=unlabeled,
+                         strata=None if strata is None else strata[train_idx])
+        self.context_ = values  # every labeled row is context at prediction time
+        self.unlabeled_ = unlabeled
+        self.history_ = result
+        return result
+
+    def _predict_logits(self, X: Any) -> torch.Tensor:
+        check_is_fitted(self, "model_")
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=False)
+        xv = self.encoder_.transform(X)
+        t = len(self.targets_)
+        queries = np.concatenate([xv, np.full((len(xv), t), np.nan, np.float32)], axis=1)
+        hide = np.zeros(queries.shape, dtype=bool)
+        hide[:, list(self.targets_)] = True
+        context, context_hide = self.context_, None
+        if self.mode == "transductive" and self.unlabeled_ is not None:
+            context = np.concatenate([self.context_, self.unlabeled_])
+        attention = "full" if self.mode == "transductive" else "isolated"
+        return predict_cells(self.model_, context, queries, hide, context_size=int(self.context_size),
+                             seed=int(self.random_state or 0), chunk_size=int(self.chunk_size),
+                             attention=attention, context_hide=context_hide)
+
+    def _validate_fit_input(self, X: Any, y: Any) -> Any:
+        require_y(self, y)
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=True)
+        return X
+
+
+class NPTClassifier(ClassifierMixin, _NPTBase):
+    """NPT for classification: the label is a categorical target attribute."""
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are masked cells (appendix C.4.1)
+        return tags
+
+    def fit(self, X: Any, y: Any, X_unlabeled: Any = None) -> NPTClassifier:
+        X = self._validate_fit_input(X, y)
+        classes, encoded = classification_labels(y, X.shape[0])
+        self.classes_, self.n_classes_ = classes, len(classes)
+        card = max(2, len(classes))
+        self._fit_table(X, encoded[:, None].astype(np.float32), (card,), X_unlabeled, encoded)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        logits = self._predict_logits(X)[:, self.targets_[0], : self.n_classes_]
+        return torch.softmax(logits.double(), dim=-1).numpy()
+
+    def predict(self, X: Any) -> np.ndarray:
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+class NPTRegressor(RegressorMixin, _NPTBase):
+    """NPT for regression; ``y [n]`` or ``[n, n_targets]`` (multi-target)."""
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are masked cells (appendix C.4.1)
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    def fit(self, X: Any, y: Any, X_unlabeled: Any = None) -> NPTRegressor:
+        X = self._validate_fit_input(X, y)
+        y_arr = np.asarray(y)
+        if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+            import warnings
+
+            from sklearn.exceptions import DataConversionWarning
+
+            warnings.warn("A column-vector y was passed when a 1d array was expected; ravel it.",
+                          DataConversionWarning, stacklevel=2)
+        try:
+            y_arr = np.asarray(y_arr, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TabzooInputError(f"regression targets must be numbers ({exc}); encode y as floats.") from exc
+        self._multi = y_arr.ndim == 2 and y_arr.shape[1] > 1
+        y2 = y_arr.reshape(len(y_arr), -1)
+        if len(y2) != X.shape[0]:
+            raise TabzooInputError(f"X has {X.shape[0]} rows but y has {len(y2)}; pass one target row per row.")
+        if not np.isfinite(y2).all():
+            raise TabzooInputError("y contains NaN or inf; drop those rows or impute the target before fit.")
+        self.y_mean_, self.y_std_ = y2.mean(axis=0), y2.std(axis=0)
+        self.y_std_ = np.where(self.y_std_ > 1e-12, self.y_std_, 1.0)
+        z = (y2 - self.y_mean_) / self.y_std_
+        self._fit_table(X, z, (0,) * y2.shape[1], X_unlabeled, None)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        logits = self._predict_logits(X)[:, list(self.targets_), 0].double().numpy()
+        pred = logits * self.y_std_ + self.y_mean_
+        return pred if self._multi else pred[:, 0]
+
+
+class NPTImputer(TransformerMixin, _NPTBase):
+    """Imputation of arbitrary cells: every column is an attribute, NaN cells are predicted.
+
+    ``fit(X)`` trains with stochastic feature masking only (there is no target); ``transform(X)``
+    returns ``X`` with every missing cell replaced by the model's prediction from the cell's row
+    and the fixed context of training rows. Numeric tables give a float array; tables with
+    categorical columns give an object array holding the predicted categories.
+    """
+
+    def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
+                 n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
+                 flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
+                 context_size: int = 1024, chunk_size: int = 256, progress: bool = False,
+                 random_state: int = 0, device: str = "cpu") -> None:
+        super().__init__(preset=preset, dim=dim, n_layers=n_layers, n_heads=n_heads, dropout=dropout, steps=steps,
+                         lr=lr, flat_fraction=flat_fraction, batch_size=batch_size, p_feature=p_feature,
+                         validation_fraction=0.0, context_size=context_size, chunk_size=chunk_size,
+                         progress=progress, random_state=random_state, device=device)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def fit(self, X: Any, y: Any = None) -> NPTImputer:
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=True)
+        self.encoder_ = TableEncoder().fit(X)
+        values = self.encoder_.transform(X)
+        self.targets_ = ()
+        self.model_ = self._build_model(self.encoder_.cardinalities)
+        self.history_ = fit_npt(self.model_, values, (), self._train_config())
+        self.context_ = values
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "model_")
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=False)
+        values = self.encoder_.transform(X)
+        hide = np.isnan(values)
+        raw = np.asarray(X, dtype=object) if not self.encoder_.numeric_only else np.asarray(X, dtype=np.float64)
+        out = raw.copy()
+        rows = np.flatnonzero(hide.any(axis=1))
+        if rows.size == 0:
+            return out
+        logits = predict_cells(self.model_, self.context_, values[rows], np.zeros((len(rows), values.shape[1]), bool),
+                               context_size=int(self.context_size), seed=int(self.random_state or 0),
+                               chunk_size=int(self.chunk_size))
+        for j, card in enumerate(self.encoder_.cardinalities):
+            r = rows[hide[rows, j]]
+            if r.size == 0:
+                continue
+            sub = logits[np.searchsorted(rows, r), j]
+            if card:
+                out[r, j] = self.encoder_.category(j, sub[:, :card].argmax(dim=-1).numpy())
+            else:
+                out[r, j] = self.encoder_.inverse_numeric(j, sub[:, 0].numpy())
+        return out

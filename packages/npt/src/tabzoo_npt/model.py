@@ -1,0 +1,219 @@
+"""The Non-Parametric Transformer (NPT): attention between datapoints and between attributes.
+
+Input: a whole (mini)batch of rows ``values [B, N, d]`` with a cell mask ``mask [B, N, d]``
+(True = the cell is hidden: a masked-out target, a stochastically masked feature or a missing
+value). Each attribute ``j`` is encoded (one-hot for a categorical attribute with ``K_j``
+classes, the standardised value for a numeric one), the mask bit is concatenated, a
+per-attribute linear map takes it to ``e`` dimensions, and learned attribute-index and
+attribute-type embeddings are added: ``H [B, N, d, e]``.
+
+Layers alternate, each a pre-LayerNorm multi-head self-attention with a residual and a
+row-wise feed-forward (``tabzoo.nn.TransformerBlock``, attention through the kernel registry):
+
+* ABD (attention between datapoints): every row is flattened to ``d * e`` and attention runs
+  across the ``N`` rows;
+* ABA (attention between attributes): attention across the ``d`` attributes of each row, with
+  the same weights for every row.
+
+A final LayerNorm and per-attribute linear heads map back to each attribute's encoding
+(``K_j`` logits or one value). ``isolated [B, N]`` marks rows that no OTHER row may read
+(query rows in the fixed-context prediction mode): they read every non-isolated row and
+themselves, so their outputs do not depend on one another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from tabzoo.errors import TabzooInputError
+from tabzoo.nn import TransformerBlock
+from torch import nn
+
+__all__ = ["NPTConfig", "NPT", "build", "PRESETS"]
+
+
+@dataclass(frozen=True)
+class NPTConfig:
+    """Architecture of one NPT.
+
+    :param cardinalities: per attribute, ``0`` for numeric or the class count ``K >= 2`` of a
+        categorical attribute (targets included; their position is the caller's choice).
+    :param dim: per-attribute hidden size ``e`` (NPT-Base: 64; NPT-Small: 128, 32 on wide data).
+    :param n_layers: total layers, alternating ABD and ABA, ABD first (NPT-Base: 8).
+    :param n_heads: heads of the ABD attention (NPT-Base: 8).
+    :param n_heads_aba: heads of the ABA attention (default ``n_heads``, reduced to divide ``dim``).
+    :param ff_mult: feed-forward expansion (4 in the paper).
+    :param dropout: hidden dropout (0.1 in the paper).
+    """
+
+    cardinalities: tuple[int, ...]
+    dim: int = 64
+    n_layers: int = 8
+    n_heads: int = 8
+    n_heads_aba: int | None = None
+    ff_mult: int = 4
+    dropout: float = 0.1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cards = tuple(int(c) for c in self.cardinalities)
+        object.__setattr__(self, "cardinalities", cards)
+        if not cards:
+            raise TabzooInputError("NPTConfig needs at least one attribute; pass cardinalities=(0, ...).")
+        if any(c < 0 or c == 1 for c in cards):
+            raise TabzooInputError(f"cardinalities {cards}: use 0 for numeric and K >= 2 for categorical attributes.")
+        if self.dim < 1 or self.n_layers < 1 or self.n_heads < 1 or self.ff_mult < 1:
+            raise TabzooInputError("dim, n_layers, n_heads and ff_mult must be positive integers.")
+        if (len(cards) * self.dim) % self.n_heads:
+            raise TabzooInputError(
+                f"n_heads={self.n_heads} must divide d*e={len(cards)}*{self.dim}; choose another n_heads or dim."
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise TabzooInputError(f"dropout={self.dropout} must lie in [0, 1).")
+
+    @property
+    def heads_aba(self) -> int:
+        h = self.n_heads_aba or self.n_heads
+        while self.dim % h:
+            h -= 1
+        return h
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cardinalities"] = list(self.cardinalities)
+        return d
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "base": {"dim": 64, "n_layers": 8, "n_heads": 8, "ff_mult": 4, "dropout": 0.1},
+    "small": {"dim": 32, "n_layers": 4, "n_heads": 4, "ff_mult": 2, "dropout": 0.1},
+    "tiny": {"dim": 8, "n_layers": 4, "n_heads": 2, "ff_mult": 2, "dropout": 0.0},
+}
+
+
+def build(config: dict[str, Any]) -> NPT:
+    """Build an NPT from a JSON-able config (``preset`` plus overrides; ``cardinalities`` required)."""
+    cfg = dict(config)
+    preset = cfg.pop("preset", None)
+    if preset and preset not in PRESETS:
+        raise TabzooInputError(f"unknown NPT preset {preset!r}; use one of {sorted(PRESETS)}.")
+    base = dict(PRESETS[preset]) if preset else {}
+    base.update({k: v for k, v in cfg.items() if v is not None})
+    if "cardinalities" not in base:
+        raise TabzooInputError("the NPT config needs 'cardinalities' (0 = numeric, K = classes) per attribute.")
+    return NPT(NPTConfig(**base))
+
+
+class NPT(nn.Module):
+    """Non-Parametric Transformer over ``d`` attributes (see the module docstring)."""
+
+    def __init__(self, config: NPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        cards = config.cardinalities
+        d, e = len(cards), config.dim
+        self.n_attributes = d
+        self.in_width = max(max(cards), 1) + 1  # encoding slots + the mask bit (last slot)
+        self.out_width = max(max(cards), 1)
+        self.register_buffer("cards", torch.tensor(cards, dtype=torch.long), persistent=True)
+        w = torch.randn(d, self.in_width, e)
+        w /= torch.tensor([max(c, 1) + 1 for c in cards], dtype=torch.float32).sqrt()[:, None, None]
+        self.w_in = nn.Parameter(w)
+        self.b_in = nn.Parameter(torch.zeros(d, e))
+        self.index_emb = nn.Parameter(torch.randn(d, e) * 0.02)
+        self.type_emb = nn.Parameter(torch.randn(2, e) * 0.02)
+        self.in_drop = nn.Dropout(config.dropout)
+        layers = []
+        for i in range(config.n_layers):
+            width, heads = (d * e, config.n_heads) if i % 2 == 0 else (e, config.heads_aba)
+            layers.append(TransformerBlock(width, heads, config.ff_mult * width, dropout=config.dropout, norm="pre"))
+        self.layers = nn.ModuleList(layers)
+        self.out_norm = nn.LayerNorm(e)
+        self.w_out = nn.Parameter(torch.randn(d, e, self.out_width) / e**0.5)
+        self.b_out = nn.Parameter(torch.zeros(d, self.out_width))
+
+    # -- inputs -------------------------------------------------------------------------------
+    def validate(self, values: torch.Tensor, mask: torch.Tensor, isolated: torch.Tensor | None) -> None:
+        """Raise :class:`TabzooInputError` on inputs the model cannot read."""
+        d = self.n_attributes
+        if not isinstance(values, torch.Tensor) or values.dim() != 3 or values.shape[-1] != d:
+            raise TabzooInputError(
+                f"values must be a tensor [batch, rows, {d} attributes]; got shape {tuple(getattr(values, 'shape', ()))}."
+            )
+        if not isinstance(mask, torch.Tensor) or mask.shape != values.shape or mask.dtype != torch.bool:
+            raise TabzooInputError(
+                f"mask must be a bool tensor of the shape of values {tuple(values.shape)}; got "
+                f"{tuple(getattr(mask, 'shape', ()))} {getattr(mask, 'dtype', None)}."
+            )
+        if isolated is not None and (isolated.shape != values.shape[:2] or isolated.dtype != torch.bool):
+            raise TabzooInputError(f"isolated must be a bool tensor [batch, rows] = {tuple(values.shape[:2])}.")
+        if values.shape[1] < 1:
+            raise TabzooInputError("the batch holds no rows; pass at least one row.")
+        visible = values.masked_fill(mask, 0.0)
+        if not torch.isfinite(visible).all():
+            raise TabzooInputError(
+                "a visible cell holds NaN or inf; mark missing cells in mask (True = hidden) or impute them."
+            )
+        cat = self.cards > 0
+        if bool(cat.any()):
+            codes = visible[..., cat]
+            bad = (codes < 0) | (codes >= self.cards[cat].to(codes.dtype)) | (codes != codes.round())
+            if bool(bad.any()):
+                raise TabzooInputError(
+                    "a visible categorical cell is not a class index in [0, K); encode categories as 0..K-1 "
+                    "or mark the cell as hidden."
+                )
+
+    def embed(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``values, mask [B, N, d]`` -> ``H [B, N, d, e]`` (eq. 22 of the appendix)."""
+        b, n, d = values.shape
+        visible = values.masked_fill(mask, 0.0).to(self.w_in.dtype)
+        enc = visible.new_zeros(b, n, d, self.in_width)
+        cat = self.cards > 0
+        num_idx = torch.nonzero(~cat).flatten()
+        cat_idx = torch.nonzero(cat).flatten()
+        if num_idx.numel():
+            enc[:, :, num_idx, 0] = visible[:, :, num_idx]
+        if cat_idx.numel():
+            codes = visible[:, :, cat_idx].long()
+            onehot = torch.nn.functional.one_hot(codes, self.in_width).to(enc.dtype)
+            onehot = onehot * (~mask[:, :, cat_idx]).to(enc.dtype)[..., None]  # hidden cells: all zeros
+            enc[:, :, cat_idx] = onehot
+        enc[..., -1] = mask.to(enc.dtype)
+        h = torch.einsum("bnjk,jke->bnje", enc, self.w_in) + self.b_in
+        h = h + self.index_emb + self.type_emb[cat.long()]
+        return self.in_drop(h)
+
+    @staticmethod
+    def abd_mask(isolated: torch.Tensor | None, n: int) -> torch.Tensor | None:
+        """``[B, N, N]`` bool: row ``i`` may read row ``j`` iff ``j`` is not isolated or ``j == i``."""
+        if isolated is None or not bool(isolated.any()):
+            return None
+        eye = torch.eye(n, dtype=torch.bool, device=isolated.device)
+        return (~isolated)[:, None, :] | eye[None]
+
+    # -- forward ------------------------------------------------------------------------------
+    def forward(self, values: torch.Tensor, mask: torch.Tensor, isolated: torch.Tensor | None = None) -> torch.Tensor:
+        """Predict every cell.
+
+        :param values: ``[B, N, d]`` float: standardised numbers, or class indices of categorical
+            attributes (as floats). Hidden cells may hold anything (NaN included).
+        :param mask: ``[B, N, d]`` bool, True = hidden (the mask bit of the input embedding).
+        :param isolated: optional ``[B, N]`` bool: rows no other row may read.
+        :return: ``[B, N, d, out_width]`` logits; attribute ``j`` uses its first ``K_j`` slots
+            (categorical) or slot 0 (numeric).
+        """
+        self.validate(values, mask, isolated)
+        b, n, d = values.shape
+        e = self.config.dim
+        h = self.embed(values, mask)
+        abd_mask = self.abd_mask(isolated, n)
+        for i, layer in enumerate(self.layers):
+            if i % 2 == 0:
+                h = layer(h.reshape(b, n, d * e), mask=abd_mask).reshape(b, n, d, e)
+            else:
+                h = layer(h.reshape(b * n, d, e)).reshape(b, n, d, e)
+        h = self.out_norm(h)
+        return torch.einsum("bnje,jeo->bnjo", h, self.w_out) + self.b_out

@@ -1,0 +1,97 @@
+"""LAMB trust ratio, Lookahead slow/fast synchronisation, schedules."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from tabzoo.errors import TabzooInputError
+from tabzoo_npt.optim import Lamb, Lookahead, flat_then_cosine, lambda_schedule
+
+
+def _one_step(scale: float, grad_scale: float, lr: float = 1e-2) -> tuple[torch.Tensor, torch.Tensor, float]:
+    g = torch.Generator().manual_seed(0)
+    p = torch.nn.Parameter(torch.randn(5, 4, generator=g) * scale)
+    before = p.detach().clone()
+    opt = Lamb([p], lr=lr)
+    p.grad = torch.randn(5, 4, generator=g) * grad_scale
+    opt.step()
+    return before, p.detach().clone(), opt.state[p]["trust_ratio"]
+
+
+def test_lamb_step_norm_is_lr_times_weight_norm() -> None:
+    """The trust ratio rescales every tensor's update to lr * ||p||, whatever the gradient scale."""
+    for scale in (0.1, 1.0, 30.0):
+        for grad_scale in (1e-4, 1.0, 1e3):
+            before, after, ratio = _one_step(scale, grad_scale)
+            step = float((after - before).norm())
+            assert step == pytest.approx(1e-2 * float(before.norm()), rel=1e-4)
+            assert ratio > 0
+
+
+def test_lamb_trust_ratio_is_one_for_zero_weights_and_clamp_bounds_it() -> None:
+    p = torch.nn.Parameter(torch.zeros(3))
+    opt = Lamb([p], lr=0.1)
+    p.grad = torch.ones(3)
+    opt.step()
+    assert opt.state[p]["trust_ratio"] == 1.0
+    # Adam's first bias-corrected step is sign(g) in magnitude ~1, so each entry moves by lr
+    assert torch.allclose(p.detach(), torch.full((3,), -0.1), atol=1e-4)
+    q = torch.nn.Parameter(torch.full((3,), 100.0))
+    opt = Lamb([q], lr=0.1, clamp=2.0)
+    q.grad = torch.ones(3)
+    opt.step()
+    assert opt.state[q]["trust_ratio"] == 2.0
+
+
+def test_lamb_rejects_bad_hyperparameters() -> None:
+    with pytest.raises(TabzooInputError):
+        Lamb([torch.nn.Parameter(torch.zeros(1))], lr=-1.0)
+
+
+def test_lookahead_syncs_slow_and_fast_weights_every_k_steps() -> None:
+    p = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    base = torch.optim.SGD([p], lr=0.1)
+    opt = Lookahead(base, k=3, alpha=0.5)
+    slow0 = p.detach().clone()
+    fast = slow0.clone()
+    for step in range(1, 7):
+        p.grad = torch.tensor([1.0, 1.0])
+        opt.step()
+        fast = fast - 0.1
+        if step % 3 == 0:
+            slow0 = slow0 + 0.5 * (fast - slow0)
+            fast = slow0.clone()
+            assert torch.allclose(opt.slow[0][0], p.detach())  # fast reset to slow
+        assert torch.allclose(p.detach(), fast, atol=1e-6)
+    state = opt.state_dict()
+    again = Lookahead(torch.optim.SGD([p], lr=0.1), k=3, alpha=0.5)
+    again.load_state_dict(state)
+    assert again.counter == 6 and torch.equal(again.slow[0][0], opt.slow[0][0])
+
+
+def test_lookahead_with_alpha_one_and_k_one_is_the_base_optimizer() -> None:
+    a = torch.nn.Parameter(torch.tensor([0.5, 1.5]))
+    b = torch.nn.Parameter(a.detach().clone())
+    opt_a = Lookahead(Lamb([a], lr=0.05), k=1, alpha=1.0)
+    opt_b = Lamb([b], lr=0.05)
+    for i in range(5):
+        for p in (a, b):
+            p.grad = torch.tensor([float(i) - 2.0, 1.0])
+        opt_a.step()
+        opt_b.step()
+    assert torch.allclose(a.detach(), b.detach(), atol=1e-7)
+    with pytest.raises(TabzooInputError):
+        Lookahead(torch.optim.SGD([a], lr=0.1), k=0)
+
+
+def test_schedules() -> None:
+    assert flat_then_cosine(0, 100, 0.7) == 1.0 and flat_then_cosine(70, 100, 0.7) == 1.0
+    assert flat_then_cosine(85, 100, 0.7) == pytest.approx(0.5)
+    assert flat_then_cosine(100, 100, 0.7) == pytest.approx(0.0, abs=1e-12)
+    vals = [flat_then_cosine(s, 100, 0.5) for s in range(101)]
+    assert all(x >= y for x, y in zip(vals, vals[1:], strict=False))
+    assert lambda_schedule(0, 10) == 1.0 and lambda_schedule(10, 10) == pytest.approx(0.0, abs=1e-12)
+    assert lambda_schedule(5, 10) == pytest.approx(0.5)
+    assert lambda_schedule(3, 10) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.3)))
