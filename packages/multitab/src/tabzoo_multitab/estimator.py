@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
 from tabzoo.estimators.sk import (
@@ -34,6 +35,11 @@ from tabzoo_multitab.training import TaskData, fit_model, select_context
 __all__ = ["MultiTabEstimator", "ARCHITECTURES"]
 
 ARCHITECTURES = ("multitab", "mmoe", "shared_bottom", "stl")
+
+
+def _has_classification(est: Any) -> bool:
+    """``predict_proba`` exists unless the fitted targets are all regression."""
+    return not hasattr(est, "tasks_") or any(t.kind != "regression" for t in est.tasks_)
 
 
 class MultiTabEstimator(BaseEstimator):
@@ -91,6 +97,8 @@ class MultiTabEstimator(BaseEstimator):
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         tags.input_tags.allow_nan = True
+        tags.input_tags.string = True  # object columns of strings are categorical features
+        tags.input_tags.categorical = True
         tags.non_deterministic = False
         return tags
 
@@ -134,6 +142,10 @@ class MultiTabEstimator(BaseEstimator):
     def fit(self, X: Any, y: Any) -> MultiTabEstimator:
         """Fit on ``X [n, d]`` and ``y [n]`` or ``[n, t]``; returns ``self``."""
         X = check_input_array(X)
+        if X.shape[0] < 2:
+            raise TabzooInputError(
+                f"n_samples={X.shape[0]}: got 1 sample, need at least 2 training rows; pass more rows."
+            )
         check_n_features_and_names(self, X, reset=True)
         Y, names, single = self._targets(y, X.shape[0])
         if self.architecture not in ARCHITECTURES:
@@ -174,16 +186,20 @@ class MultiTabEstimator(BaseEstimator):
 
     def predict_outputs(self, X: Any) -> list[np.ndarray]:
         """Raw per-task outputs: logits ``[n, 1]`` (binary), ``[n, C]`` (multiclass), de-standardised value ``[n, 1]``."""
+        check_is_fitted(self, "model_")
         outs = self._outputs(X)
         for j, (t, (mu, sd)) in enumerate(zip(self.tasks_, self.target_encoder_.stats, strict=True)):
             if t.kind == "regression":
                 outs[j] = outs[j] * sd + mu
         return outs
 
-    def predict_proba(self, X: Any) -> list[np.ndarray | None]:
-        """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks)."""
+    @available_if(_has_classification)
+    def predict_proba(self, X: Any) -> list[np.ndarray | None] | np.ndarray:
+        """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks);
+        the array itself when fitted on a 1-d ``y``."""
         probs: list[np.ndarray | None] = []
-        for t, o in zip(self.tasks_, self._outputs(X), strict=True):
+        outs = self._outputs(X)
+        for t, o in zip(self.tasks_, outs, strict=True):
             if t.kind == "binary":
                 p1 = 1.0 / (1.0 + np.exp(-o[:, 0].astype(np.float64)))
                 probs.append(np.stack([1 - p1, p1], 1))
@@ -193,10 +209,11 @@ class MultiTabEstimator(BaseEstimator):
                 probs.append(e / e.sum(1, keepdims=True))
             else:
                 probs.append(None)
-        return probs
+        return probs[0] if self.single_output_ and probs[0] is not None else probs
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions ``[n, t]`` (``[n]`` when fitted on 1-d ``y``): class labels, or values."""
+        check_is_fitted(self, "model_")
         cols = []
         for t, o, cls in zip(self.tasks_, self.predict_outputs(X), self.classes_, strict=True):
             if t.kind == "regression":
@@ -220,6 +237,7 @@ class MultiTabEstimator(BaseEstimator):
 
     def task_scores(self, X: Any, y: Any) -> list[float]:
         """Per-task metrics: ROC AUC (classification), explained variance (regression)."""
+        check_is_fitted(self, "model_")
         Y, _, _ = self._targets(y, np.asarray(X).shape[0] if not hasattr(X, "shape") else X.shape[0])
         Yenc = self.target_encoder_.transform(Y)
         outs = self._outputs(X)

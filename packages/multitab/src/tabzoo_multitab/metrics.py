@@ -58,7 +58,7 @@ def task_metric(kind: str, y_true: np.ndarray, output: np.ndarray, metric: str |
     """One task's metric.
 
     :param kind: ``binary`` (``output [N]`` or ``[N, 1]`` logits/scores), ``multiclass``
-        (``output [N, C]`` scores, ``y_true`` class indices) or ``regression`` (``output [N]`` predictions).
+        (``output [N, C]`` logits, ``y_true`` class indices; AUC on their softmax) or ``regression`` (``output [N]`` predictions).
     :param metric: ``auc``, ``accuracy`` (classification), ``ev``, ``mse``, ``mae`` (regression); default per kind.
     """
     metric = metric or default_metric(kind)
@@ -80,7 +80,9 @@ def task_metric(kind: str, y_true: np.ndarray, output: np.ndarray, metric: str |
         if metric == "auc":
             if kind == "binary":
                 return roc_auc(yi == 1, out[:, 0])
-            aucs = [roc_auc(yi == c, out[:, c]) for c in range(out.shape[1])]
+            z = out - out.max(1, keepdims=True)  # one-vs-rest on probabilities, not raw logits
+            proba = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+            aucs = [roc_auc(yi == c, proba[:, c]) for c in range(out.shape[1])]
             aucs = [a for a in aucs if a == a]
             return float(np.mean(aucs)) if aucs else float("nan")
     raise TabzooInputError(f"metric {metric!r} does not apply to a {kind} task; use one of {sorted(LOWER_IS_BETTER)}.")

@@ -50,6 +50,15 @@ def _as_numeric(col: np.ndarray) -> np.ndarray | None:
         return None
 
 
+def _check_hashable(col: np.ndarray) -> None:
+    for v in col:
+        if not (_missing(v) or isinstance(v, (str, bytes, int, float, bool, np.generic))):
+            raise TabzooInputError(
+                f"a categorical value has type {type(v).__name__}: argument must be a string or a number; "
+                "encode such cells as strings or numbers."
+            )
+
+
 class FeatureEncoder:
     """Fit on training rows; ``transform(X) -> (x_num [N, F_num] float32, x_cat [N, F_cat] int64)``."""
 
@@ -69,6 +78,7 @@ class FeatureEncoder:
                 self.kinds.append("num")
                 self.stats.append((mu, sd if sd > 1e-12 else 1.0))
             else:
+                _check_hashable(col)
                 seen = sorted({v for v in col if not _missing(v)}, key=lambda v: (type(v).__name__, str(v)))
                 self.kinds.append("cat")
                 self.categories.append({v: i + 1 for i, v in enumerate(seen)})
@@ -101,6 +111,7 @@ class FeatureEncoder:
                 si += 1
             else:
                 lookup = self.categories[ci]
+                _check_hashable(col)
                 cats.append(np.array([0 if _missing(v) else lookup.get(v, 0) for v in col], dtype=np.int64))
                 ci += 1
         n = len(cols[0]) if cols else 0
