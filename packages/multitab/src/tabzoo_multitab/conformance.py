@@ -38,12 +38,21 @@ def make_model(seed: int) -> MultiTabNet:
 
 def rows_forward(model: MultiTabNet, x: torch.Tensor, y: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
     """Rows protocol: ``x [B, N, F]``, ``y [B, N]``, ``query_mask [B, N]`` -> ``[B, N, sum(n_out)]``."""
+    if not all(isinstance(t, torch.Tensor) for t in (x, y, query_mask)):
+        raise TabzooInputError(
+            "x, y and query_mask must be torch tensors (float x and y, bool query_mask); convert labels of "
+            "mixed types (e.g. str and int) to numbers first."
+        )
+    if not y.is_floating_point() or query_mask.dtype != torch.bool:
+        raise TabzooInputError(f"y must be float and query_mask bool, got {y.dtype} and {query_mask.dtype}; convert them.")
     if x.dim() != 3:
         raise TabzooInputError(f"x must be [batch, rows, features], got shape {tuple(x.shape)}; add the batch axis.")
     if y.shape != x.shape[:2] or query_mask.shape != y.shape:
         raise TabzooInputError(
             f"y {tuple(y.shape)} and query_mask {tuple(query_mask.shape)} must both be [batch, rows] = {tuple(x.shape[:2])}."
         )
+    if bool(query_mask.all(dim=1).any()):
+        raise TabzooInputError("a set has every row flagged as a query (empty context); keep at least one context row.")
     if not torch.isfinite(torch.where(query_mask, torch.zeros_like(y), y)).all():
         raise TabzooInputError("y holds NaN or inf in a visible (non-query) row; impute it or flag the row as a query.")
     return model(x, None, query_mask=query_mask)

@@ -45,7 +45,8 @@ class FeatureEmbedding(nn.Module):
         super().__init__()
         self.n_num, self.cards, self.d = int(n_num), tuple(int(c) for c in cat_cardinalities), int(d)
         self.num_weight = nn.Parameter(torch.randn(self.n_num, d) * d**-0.5)
-        self.num_bias = nn.Parameter(torch.zeros(self.n_num, d))
+        # a non-zero bias keeps the magnitude of v visible through a LayerNorm (LN(v * W) alone is sign(v) * W / |W|)
+        self.num_bias = nn.Parameter((torch.rand(self.n_num, d) * 2 - 1) * d**-0.5)
         self.num_missing = nn.Parameter(torch.randn(self.n_num, d) * 0.02)
         sizes = [c + 1 for c in self.cards]
         offsets = torch.tensor([0, *sizes[:-1]], dtype=torch.long).cumsum(0) if sizes else torch.zeros(0, dtype=torch.long)

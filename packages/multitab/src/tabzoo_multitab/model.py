@@ -48,10 +48,12 @@ def row_mask(n_rows: int, n_context: int | None, query_mask: torch.Tensor | None
 class EncoderBlock(nn.Module):
     """Inter-feature block ``[B*N, d+t, e]`` then inter-sample block ``[B, N, (d+t)*e]`` (pre-norm each)."""
 
-    def __init__(self, cfg: MultiTabConfig) -> None:
+    def __init__(self, cfg: MultiTabConfig, first: bool = False) -> None:
         super().__init__()
         e = cfg.d_embed
         self.feature = TransformerBlock(e, cfg.n_heads, cfg.ff_mult * e, dropout=cfg.dropout)
+        if first:  # as in FT-Transformer: the raw embeddings enter the first attention un-normalised
+            self.feature.norm1 = nn.Identity()
         self.rows = (TransformerBlock(cfg.row_width, cfg.row_heads, cfg.row_ff_mult * cfg.row_width, dropout=cfg.dropout)
                      if cfg.inter_sample else None)
 
@@ -80,7 +82,7 @@ class MultiTabNet(nn.Module):
         c = self.cfg
         self.embed = FeatureEmbedding(c.n_num, c.cat_cardinalities, c.d_embed)
         self.task_tokens = nn.Parameter(torch.randn(c.n_tasks, c.d_embed) * c.d_embed**-0.5)
-        self.blocks = nn.ModuleList(EncoderBlock(c) for _ in range(c.n_layers))
+        self.blocks = nn.ModuleList(EncoderBlock(c, first=i == 0) for i in range(c.n_layers))
         self.norm = nn.LayerNorm(c.d_embed)
         self.heads = nn.ModuleList(MLPHead(c.d_embed, c.head_hidden, t.n_out) for t in c.tasks)
         self._fmask = feature_mask(c)
