@@ -113,3 +113,13 @@ def test_bad_inputs() -> None:
     est = MultiTabEstimator(task_types=["binary", "multiclass", "regression"], **SMALL).fit(Xo, Y)
     with pytest.raises(TabzooInputError, match="features"):
         est.predict(Xo[:, :3])
+
+
+def test_eval_set_is_used_for_early_stopping() -> None:
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(80, 3)), rng.normal(size=(80, 2))
+    est = MultiTabEstimator(architecture="shared_bottom", hidden=(8,), max_epochs=3, patience=3, val_fraction=0.5)
+    est.fit(X[:60], Y[:60], eval_set=(X[60:], Y[60:]))
+    assert len(est.fit_result_.history) == 3 and "val_mean" in est.fit_result_.history[0]
+    with pytest.raises(TabzooInputError, match="targets"):
+        est.fit(X[:60], Y[:60], eval_set=(X[60:], Y[60:, :1]))

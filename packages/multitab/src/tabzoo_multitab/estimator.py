@@ -139,8 +139,12 @@ class MultiTabEstimator(BaseEstimator):
         return TaskData(torch.from_numpy(x_num), torch.from_numpy(x_cat) if x_cat is not None else None,
                         torch.from_numpy(Yenc) if Yenc is not None else None).to(self.device_)
 
-    def fit(self, X: Any, y: Any) -> MultiTabEstimator:
-        """Fit on ``X [n, d]`` and ``y [n]`` or ``[n, t]``; returns ``self``."""
+    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> MultiTabEstimator:
+        """Fit on ``X [n, d]`` and ``y [n]`` or ``[n, t]``; returns ``self``.
+
+        :param eval_set: ``(X_val, y_val)`` for early stopping instead of holding out
+            ``val_fraction`` of the training rows.
+        """
         X = check_input_array(X)
         if X.shape[0] < 2:
             raise TabzooInputError(
@@ -160,9 +164,15 @@ class MultiTabEstimator(BaseEstimator):
         data = self._data(X, Yenc)
         n = len(data)
         rng = np.random.default_rng(self.random_state)
-        n_val = int(round(self.val_fraction * n)) if n >= 10 else 0
+        n_val = int(round(self.val_fraction * n)) if n >= 10 and eval_set is None else 0
         perm = torch.from_numpy(rng.permutation(n)).to(self.device_)
         train, val = data.rows(perm[n_val:]), (data.rows(perm[:n_val]) if n_val else None)
+        if eval_set is not None:
+            Xv = check_input_array(eval_set[0])
+            Yv, _, _ = self._targets(eval_set[1], Xv.shape[0])
+            if Yv.shape[1] != Y.shape[1]:
+                raise TabzooInputError(f"eval_set has {Yv.shape[1]} targets, y has {Y.shape[1]}; pass the same targets.")
+            val = self._data(Xv, self.target_encoder_.transform(Yv))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
             self.model_ = self._build().to(self.device_)

@@ -17,6 +17,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
 CAPABILITIES = frozenset({
     "row_attention", "row_equivariance", "query_equivariance", "query_independence",
     "no_context_query_leak", "label_leak", "determinism", "checkpoint_roundtrip", "bad_input",
+    "batch_independence",
 })
 
 
