@@ -95,7 +95,6 @@ def controlled(args: argparse.Namespace) -> list[dict[str, Any]]:
 def real_data(args: argparse.Namespace) -> list[dict[str, Any]]:
     from sklearn.datasets import load_linnerud
     from sklearn.model_selection import KFold, train_test_split
-
     from tabzoo_multitab.metrics import task_metric
 
     kw = model_kwargs(args)

@@ -79,10 +79,10 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict]:
     name, X, Y, kinds = load_dataset()
     X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.3, random_state=seed)
     rows: list[dict] = []
-    epochs = 60 if quick else 200
+    epochs = 40 if quick else 200
     for model_name, arch in (("MultiTab-Net", "multitab"), ("MMoE", "mmoe")):
         t0 = time.perf_counter()
-        est = MultiTabEstimator(architecture=arch, task_types=kinds, max_epochs=epochs, patience=15, batch_size=64,
+        est = MultiTabEstimator(architecture=arch, task_types=kinds, max_epochs=epochs, patience=10, batch_size=64,
                                 lr=3e-3, d_embed=8, n_heads=2, row_heads=2, hidden=(64, 32), n_context=128,
                                 random_state=seed).fit(X_tr, Y_tr)
         enc = est.target_encoder_.transform(Y_te.to_numpy())
