@@ -49,7 +49,7 @@ class MultiTabEstimator(BaseEstimator):
     :param task_types: per target ``"auto"``, ``"binary"``, ``"multiclass"``, ``"classification"``
         or ``"regression"``; ``None`` = auto (float columns are regression, others classification).
     :param task_weights: loss weight per task (``None`` = all 1).
-    :param d_embed, n_layers, n_heads, row_heads, mask, inter_sample, dropout: MultiTab-Net
+    :param d_embed, n_layers, n_heads, row_heads, mask, inter_sample, dropout, ff_mult, head_hidden: MultiTab-Net
         settings (see :class:`~tabzoo_multitab.config.MultiTabConfig`); ``d_embed``/``dropout``
         also apply to the baselines.
     :param hidden: hidden widths of the baselines' MLPs.
@@ -65,7 +65,8 @@ class MultiTabEstimator(BaseEstimator):
     def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,
                  task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 2,
                  n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
-                 dropout: float = 0.1, hidden: Sequence[int] = (256, 128), n_context: int = 256,
+                 dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
+                 hidden: Sequence[int] = (256, 128), n_context: int = 256,
                  max_epochs: int = 100, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 1e-5,
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False) -> None:
@@ -79,6 +80,8 @@ class MultiTabEstimator(BaseEstimator):
         self.mask = mask
         self.inter_sample = inter_sample
         self.dropout = dropout
+        self.ff_mult = ff_mult
+        self.head_hidden = head_hidden
         self.hidden = hidden
         self.n_context = n_context
         self.max_epochs = max_epochs
@@ -127,7 +130,7 @@ class MultiTabEstimator(BaseEstimator):
             cfg = MultiTabConfig(n_num=enc.n_num, cat_cardinalities=enc.cardinalities, tasks=tuple(tasks),
                                  d_embed=self.d_embed, n_layers=self.n_layers, n_heads=self.n_heads,
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
-                                 dropout=self.dropout)
+                                 dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
