@@ -118,7 +118,8 @@ def test_pytest_plugin_collects_checks_with_header_and_xfails(tmp_path: Path) ->
     (tmp_path / "test_x.py").write_text("def test_one():\n    assert True\n")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *_pytest_plugin_args(), "-p", "no:cacheprovider", "-rxs",
-         "--tabzoo-conformance=meta", "--tabzoo-max-examples=2", "--tabzoo-xfails=xfails.toml", "-v", str(tmp_path)],
+         "--tabzoo-conformance=meta", "--tabzoo-max-examples=2", "--tabzoo-xfails=xfails.toml", "-v",
+         "-k", "query_independence or bad_input or registration or test_one", str(tmp_path)],
         capture_output=True, text=True, cwd=tmp_path, env=_env_with_plugin(tmp_path), timeout=600,
     )
     out = proc.stdout
@@ -186,17 +187,24 @@ def meta_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 def test_cli_json_and_exit_codes(meta_plugin: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tabzoo.cli import main
 
-    assert main(["conformance", "meta_good", "--json", "--max-examples", "2"]) == 0
+    assert main(["conformance", "meta_good", "--json", "--max-examples", "2", "--check", cap.QUERY_INDEPENDENCE,
+                 "--check", cap.DETERMINISM]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["cases"] == ["meta_good"]
     assert {r["check"] for r in doc["results"]} >= {cap.QUERY_INDEPENDENCE, cap.DETERMINISM}
     assert set(doc["results"][0]) == {"case", "check", "status", "discrepancy", "tolerance", "reproducer",
                                       "message", "details"}
-    assert main(["conformance", "meta_bad", "--max-examples", "2"]) == 1
+    assert main(["conformance", "meta_bad", "--max-examples", "2", "--check", cap.BAD_INPUT]) == 1
     out = capsys.readouterr().out
     assert "meta_bad-bad_input" in out and "FAILED" in out and "--replay '" in out
+    line = next(x for x in out.splitlines() if "--replay '" in x)
+    spec = line.split("--replay '", 1)[1].rstrip("'")
+    assert main(["conformance", "meta_bad", "--replay", spec]) == 1  # the same failure, alone
+    replayed = capsys.readouterr().out
+    assert "meta_bad-bad_input" in replayed and "FAILED" in replayed and "1 failed" in replayed
     (meta_plugin / "x.json").write_text(json.dumps({"meta_bad": {"bad_input": "it validates nothing on purpose"}}))
-    assert main(["conformance", "meta", "--max-examples", "2", "--xfails", str(meta_plugin / "x.json")]) == 0
+    assert main(["conformance", "meta", "--max-examples", "2", "--xfails", str(meta_plugin / "x.json"),
+                 "--check", cap.BAD_INPUT]) == 0
     assert "XFAIL" in capsys.readouterr().out
     assert main(["conformance", "no_such_case"]) == 2
     assert "installed cases" in capsys.readouterr().err

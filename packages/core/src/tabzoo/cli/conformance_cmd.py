@@ -65,6 +65,11 @@ def _summarise(results: list[Any], strict: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
+    import os
+    import tempfile
+
+    # hypothesis keeps a cache under ./.hypothesis by default: never write into the user's directory
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "tabzoo-hypothesis"))
 
     from tabzoo import __version__
     from tabzoo.testing._xfails import load_xfails

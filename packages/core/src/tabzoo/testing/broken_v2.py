@@ -43,30 +43,48 @@ class NormalisesOverAllRows(TinyICL):
 
 
 class PairwiseDistance(TinyICL):
-    """Adds a soft nearest-neighbour vote over ``torch.cdist`` of query rows to context rows:
-    quadratic elementwise work that a matmul-only FLOP count does not see."""
+    """Adds a soft nearest-neighbour vote over ``torch.cdist`` of query rows to context rows, 8
+    query rows at a time (so no ``[Nq, Nc]`` matrix is ever alive): quadratic work that neither a
+    matmul FLOP count nor peak memory sees."""
 
     def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         out = super().forward(x, y_context)
         nc = y_context.shape[1]
-        d = torch.cdist(x[:, nc:], x[:, :nc])  # [B, Nq, Nc]
-        w = torch.softmax(-d, dim=-1)
         onehot = nn.functional.one_hot(y_context.long().clamp(0, MAX_CLASSES - 1), MAX_CLASSES).to(x.dtype)
-        return out + 1e-3 * (w @ onehot)
+        votes = []
+        for start in range(nc, x.shape[1], 8):
+            w = torch.softmax(-torch.cdist(x[:, start:start + 8], x[:, :nc]), dim=-1)  # [B, <=8, Nc]
+            votes.append((w[..., None] * onehot[:, None]).sum(2))
+        return out + 1e-3 * torch.cat(votes, dim=1)
 
 
 class ChunkedQuadratic(TinyICL):
-    """Processes query rows in chunks of 64 against all context rows with elementwise ops:
+    """Compares query rows with all context rows by elementwise ops, 8 query rows at a time:
     memory stays linear, the total work is quadratic."""
 
     def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         out = super().forward(x, y_context)
         nc = y_context.shape[1]
         extra = []
-        for start in range(nc, x.shape[1], 64):
-            q = x[:, start:start + 64, None, :]
+        for start in range(nc, x.shape[1], 8):
+            q = x[:, start:start + 8, None, :]
             extra.append(-((q - x[:, None, :nc, :]) ** 2).sum(-1).amax(-1, keepdim=True))  # [B, chunk, 1]
         return out + 1e-3 * torch.cat(extra, dim=1)
+
+
+class NumpyPairwise(TinyICL):
+    """Computes each query row's distance to its nearest context row in numpy, 256 query rows at
+    a time: quadratic work that no torch op count sees (memory stays linear)."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        import numpy as np
+
+        out = super().forward(x, y_context)
+        nc = y_context.shape[1]
+        xs = x.detach().cpu().numpy().astype(np.float64)
+        near = np.concatenate([((xs[:, s:s + 256, None, :] - xs[:, None, :nc, :]) ** 2).sum(-1).min(-1)
+                               for s in range(nc, xs.shape[1], 256)], axis=1)  # [B, Nq]
+        return out + 1e-3 * torch.as_tensor(near, dtype=out.dtype)[..., None]
 
 
 class QuadraticAbove(TinyICL):
@@ -185,6 +203,26 @@ class BatchStandardised(TinyICL):
         if x.dim() == 3:
             x = (x - x.mean(dim=(0, 1), keepdim=True)) / (x.std(dim=(0, 1), keepdim=True) + 1e-6)
         return super().encode(x, y_context)
+
+
+class FirstEpisodeStatistics(TinyICL):
+    """Standardises every episode with the FIRST episode's context statistics: episode 0 leaks
+    into the others (changing episode 1 leaves episode 0 alone, so that alone finds nothing)."""
+
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 3:
+            ref = x[:1, : y_context.shape[1]]
+            x = (x - ref.mean(dim=1, keepdim=True)) / (ref.std(dim=1, keepdim=True) + 1e-6)
+        return super().encode(x, y_context)
+
+
+class ScalesByQueryCount(TinyICL):
+    """Divides the logits by the number of query rows (a "mean over the batch" slip): changing
+    another query row's values changes nothing, removing it does."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x, y_context)
+        return out / out.shape[1]
 
 
 # -- 3. a claim is not optional --------------------------------------------------------------

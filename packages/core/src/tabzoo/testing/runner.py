@@ -155,7 +155,7 @@ class ConformanceCheck:
 
             pytest.skip(f"{result.check}: {result.message}")
         if result.status in ("failed", "error"):
-            raise AssertionError(f"{result}\nreproducer: {result.reproducer}")
+            raise AssertionError(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
         return result
 
 

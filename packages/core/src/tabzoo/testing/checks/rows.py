@@ -197,7 +197,8 @@ def check_row_equivariance(case: ConformanceCase, *, seed: int = 0, max_examples
 
 def check_query_independence(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
                              replay: dict[str, Any] | None = None) -> CheckResult:
-    """Changing query row ``j`` leaves the output of every other query row unchanged.
+    """Changing query row ``j`` leaves the output of every other query row unchanged, and so does
+    removing query rows (a model that normalises by the number of query rows fails).
 
     Static part (when the case gives masks): no path from any query row to another one; then the
     numeric check, plus the check that the forward obeys the masks.
@@ -222,6 +223,11 @@ def check_query_independence(case: ConformanceCase, *, seed: int = 0, max_exampl
         keep = [i for i in range(nq) if i != j]
         d, t = discrepancy(q2[:, keep], q1[:, keep], case)
         out = Outcome(d, t, {"changed_row": j}, note=f"query row {j} was changed")
+        k = int(spec.get("subset", max(1, nq // 2)))  # the other query rows removed, not just changed
+        q3, _ = fresh_rows(case, spec, x[:, : nc + k], y[:, : nc + k], nc)
+        d, t = discrepancy(q3, q1[:, :k], case)
+        out = _worse(out, Outcome(d, t, {"changed_row": j, "subset": k},
+                                  note=f"the first {k} query rows' outputs changed when the other query rows were removed"))
         obey = mask_obedience(case, spec, x, y)
         return out if obey is None else _worse(out, obey)
 
@@ -337,8 +343,9 @@ def _batch_strategy(case: ConformanceCase, phase: str) -> Any:
 
 def check_batch_independence(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
                              replay: dict[str, Any] | None = None) -> CheckResult:
-    """Episodes of one batch do not affect each other: replacing episode 1 (features and labels)
-    leaves every output of episode 0 unchanged (batch-wide normalisation, pooling or caches fail)."""
+    """Episodes of one batch do not affect each other: replacing episode ``e`` (features and
+    labels; ``e`` drawn from the data seed) leaves every output of every other episode unchanged
+    (batch-wide normalisation, pooling, the first episode's statistics reused: all fail)."""
     check = cap.BATCH_INDEPENDENCE
     if (g := _guard(case, check)) is not None:
         return g
@@ -348,7 +355,8 @@ def check_batch_independence(case: ConformanceCase, *, seed: int = 0, max_exampl
             raise ValueError("batch independence needs at least two episodes")
         x, y = make_rows(case, spec)
         nc = spec["sizes"]["n_context"]
-        e = int(spec.get("episode", 1))
+        b = spec["sizes"]["batch"]
+        e = int(spec.get("episode", spec["data_seed"] % b))
         x2, y2 = x.clone(), y.clone()
         x2[e] = perturbation(x[e].shape, spec["data_seed"], x, scale=10.0)
         y2[e] = other_labels(case, y[e], spec["data_seed"])
@@ -356,12 +364,14 @@ def check_batch_independence(case: ConformanceCase, *, seed: int = 0, max_exampl
         q1, c1 = fresh_rows(case, spec, x, y, nc)
         q2, c2 = fresh_rows(case, spec, x2, y2, nc)
 
-        def first(t: Any) -> Any:
-            return t[0] if isinstance(t, torch.Tensor) else tuple(first(v) for v in t) if isinstance(t, tuple) else t
+        others = [i for i in range(b) if i != e]
 
-        d, t = discrepancy((first(q2), first(c2)) if c1 is not None else first(q2),
-                           (first(q1), first(c1)) if c1 is not None else first(q1), case)
-        return Outcome(d, t, {"episode": e}, note=f"episode 0 changed when episode {e} was replaced")
+        def rest(t: Any) -> Any:
+            return t[others] if isinstance(t, torch.Tensor) else tuple(rest(v) for v in t) if isinstance(t, tuple) else t
+
+        d, t = discrepancy((rest(q2), rest(c2)) if c1 is not None else rest(q2),
+                           (rest(q1), rest(c1)) if c1 is not None else rest(q1), case)
+        return Outcome(d, t, {"episode": e}, note=f"other episodes changed when episode {e} was replaced")
 
     return run_examples(case, check, example, seed=seed, max_examples=max_examples, replay=replay,
                         strategy=_batch_strategy, what="one episode's outputs depend on another episode of the batch")
