@@ -65,9 +65,9 @@ def fit_eval(arch: str, X_tr, Y_tr, X_val, Y_val, X_te, Y_te, kw: dict[str, Any]
 def controlled(args: argparse.Namespace) -> list[dict[str, Any]]:
     kw = model_kwargs(args)
     out = []
-    for degrees_kind in ("uniform", "mixed"):
-        for t in (2, 4, 8):
-            for p in (0.2, 0.5, 0.8):
+    for degrees_kind in args.kinds:
+        for t in args.ts:
+            for p in args.ps:
                 degrees = [3] * t if degrees_kind == "uniform" else [2 + (i % 4) for i in range(t)]
                 gen = MultiTabBench(n_tasks=t, n_features=args.n_features, p=p, degrees=degrees, noise=0.01,
                                     sizes=(args.n_train, args.n_val, args.n_test))
@@ -222,6 +222,10 @@ def main() -> None:
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip-study", action="store_true")
+    ap.add_argument("--skip-real", action="store_true")
+    ap.add_argument("--ts", type=int, nargs="+", default=[2, 4, 8], help="task counts of the study")
+    ap.add_argument("--ps", type=float, nargs="+", default=[0.2, 0.5, 0.8], help="task correlations of the study")
+    ap.add_argument("--kinds", nargs="+", default=["uniform", "mixed"], choices=["uniform", "mixed"])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
@@ -230,7 +234,8 @@ def main() -> None:
                               "settings": {k: (v if not isinstance(v, Path) else str(v)) for k, v in vars(args).items()},
                               "seeds": {"data_seed": args.data_seed, "model_seeds": list(range(args.repeats))}}
     report["cost"] = cost(args)
-    report["real_data"] = real_data(args)
+    if not args.skip_real:
+        report["real_data"] = real_data(args)
     if not args.skip_study:
         study = controlled(args)
         report["controlled"] = study
@@ -243,7 +248,7 @@ def main() -> None:
             "mean_delta_m": {a: float(np.mean([r["delta_m_mean"][a] for r in study])) for a in MODELS[1:]},
             "target_met": len(wins) > len(study) / 2,
         }
-        if args.png:
+        if args.png and len(args.ts) == 3 and len(args.kinds) == 2:
             plot(study, args.png)
     report["wall_s"] = time.perf_counter() - t0
     text = json.dumps(report, indent=1)
