@@ -1,0 +1,150 @@
+"""Task specifications and the MultiTab-Net configuration (JSON-able, stored in checkpoints)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tabzoo.errors import TabzooInputError
+
+__all__ = ["TASK_KINDS", "MASK_MODES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
+
+TASK_KINDS = ("binary", "multiclass", "regression")
+#: inter-feature mask modes: the paper's T↛T (default), F↛T, both, and no mask
+MASK_MODES = ("T-/->T", "F-/->T", "both", "none")
+_MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
+                 "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: ``kind`` in :data:`TASK_KINDS`; ``n_classes`` for multiclass (2 for binary, 0 for regression).
+
+    :param name: the task's name (a target column).
+    """
+
+    name: str
+    kind: str
+    n_classes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in TASK_KINDS:
+            raise TabzooInputError(f"task {self.name!r}: kind {self.kind!r} is not one of {TASK_KINDS}.")
+        n = {"binary": 2, "regression": 0}.get(self.kind, self.n_classes)
+        if self.kind == "multiclass" and n < 2:
+            raise TabzooInputError(f"task {self.name!r}: multiclass needs n_classes >= 2, got {n}.")
+        object.__setattr__(self, "n_classes", int(n))
+
+    @property
+    def n_out(self) -> int:
+        """Outputs of this task's head: 1 logit (binary), ``n_classes`` logits, or 1 value."""
+        return self.n_classes if self.kind == "multiclass" else 1
+
+
+def parse_tasks(tasks: Sequence[TaskSpec | Mapping[str, Any] | Sequence[Any]]) -> tuple[TaskSpec, ...]:
+    """Tasks from specs, dicts ``{"name", "kind", "n_classes"}`` or ``(name, kind, n_classes)`` lists."""
+    out = []
+    for t in tasks:
+        if isinstance(t, TaskSpec):
+            out.append(t)
+        elif isinstance(t, Mapping):
+            out.append(TaskSpec(str(t["name"]), str(t["kind"]), int(t.get("n_classes", 0))))
+        else:
+            out.append(TaskSpec(str(t[0]), str(t[1]), int(t[2]) if len(t) > 2 else 0))
+    if not out:
+        raise TabzooInputError("a multitask model needs at least one task; pass tasks=[...].")
+    names = [t.name for t in out]
+    if len(set(names)) != len(names):
+        raise TabzooInputError(f"task names must be unique, got {names}; rename the duplicates.")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class MultiTabConfig:
+    """MultiTab-Net hyperparameters (paper appendix: embedding 16, 4 heads; here smaller defaults).
+
+    :param n_num: numeric feature columns.
+    :param cat_cardinalities: categories seen in training, per categorical column (index 0 of
+        each column's table is reserved for unseen or missing categories).
+    :param tasks: the tasks, in output order.
+    :param d_embed: token width ``e``.
+    :param n_layers: encoder blocks ``N``.
+    :param n_heads: inter-feature attention heads (must divide ``d_embed``).
+    :param row_heads: inter-sample attention heads (must divide ``(d + t) * e``).
+    :param ff_mult: feed-forward width as a multiple of the token width (inter-feature).
+    :param row_ff_mult: feed-forward width as a multiple of ``(d + t) * e`` (inter-sample).
+    :param mask: inter-feature multitask mask: ``"T-/->T"`` (default), ``"F-/->T"``, ``"both"``, ``"none"``.
+    :param inter_sample: whether blocks hold inter-sample attention.
+    :param head_hidden: hidden width of each task head's MLP.
+    :param dropout: dropout of the attention and feed-forward outputs.
+    """
+
+    n_num: int
+    cat_cardinalities: tuple[int, ...] = ()
+    tasks: tuple[TaskSpec, ...] = field(default_factory=tuple)
+    d_embed: int = 16
+    n_layers: int = 2
+    n_heads: int = 4
+    row_heads: int = 4
+    ff_mult: int = 2
+    row_ff_mult: int = 1
+    mask: str = "T-/->T"
+    inter_sample: bool = True
+    head_hidden: int = 32
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", parse_tasks(self.tasks))
+        object.__setattr__(self, "cat_cardinalities", tuple(int(c) for c in self.cat_cardinalities))
+        mode = _MASK_ALIASES.get(self.mask) if isinstance(self.mask, str) else None
+        if mode is None:
+            raise TabzooInputError(f"mask {self.mask!r} is unknown; use one of {MASK_MODES}.")
+        object.__setattr__(self, "mask", mode)
+        if self.n_num < 0 or any(c < 1 for c in self.cat_cardinalities) or self.n_features < 1:
+            raise TabzooInputError(
+                f"need >= 1 feature column and cardinalities >= 1, got n_num={self.n_num}, "
+                f"cat_cardinalities={self.cat_cardinalities}."
+            )
+        if self.d_embed % self.n_heads:
+            raise TabzooInputError(f"n_heads={self.n_heads} must divide d_embed={self.d_embed}.")
+        if self.inter_sample and self.row_width % self.row_heads:
+            raise TabzooInputError(
+                f"row_heads={self.row_heads} must divide (features + tasks) * d_embed = {self.row_width}; "
+                "pick row_heads dividing it (1 always works)."
+            )
+
+    @property
+    def n_features(self) -> int:
+        return self.n_num + len(self.cat_cardinalities)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.n_features + self.n_tasks
+
+    @property
+    def row_width(self) -> int:
+        """Width of a flattened row for inter-sample attention: ``(d + t) * e``."""
+        return self.n_tokens * self.d_embed
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (for checkpoints); :meth:`from_dict` inverts it."""
+        d = asdict(self)
+        d["cat_cardinalities"] = list(self.cat_cardinalities)
+        d["tasks"] = [[t.name, t.kind, t.n_classes] for t in self.tasks]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MultiTabConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise TabzooInputError(f"MultiTab config has no keys {sorted(unknown)}; known keys are {sorted(known)}.")
+        d = dict(d)
+        d["tasks"] = parse_tasks(d.get("tasks", ()))
+        d["cat_cardinalities"] = tuple(d.get("cat_cardinalities", ()))
+        return cls(**d)

@@ -1,0 +1,262 @@
+"""``MultiTabEstimator``: a scikit-learn estimator for multi-output ``y`` mixing binary,
+multiclass and regression targets (needs the ``sklearn`` extra).
+
+Example::
+
+    from tabzoo_multitab import MultiTabEstimator
+    est = MultiTabEstimator(max_epochs=50).fit(X_train, Y_train)   # Y [n, t]
+    Y_hat = est.predict(X_test)                                      # [n, t], original labels
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.utils.metaestimators import available_if
+from tabzoo.errors import TabzooInputError
+from tabzoo.estimators import resolve_device
+from tabzoo.estimators.sk import (
+    BaseEstimator,
+    check_input_array,
+    check_is_fitted,
+    check_n_features_and_names,
+)
+
+from tabzoo_multitab.baselines import BASELINES
+from tabzoo_multitab.config import MultiTabConfig
+from tabzoo_multitab.metrics import task_metric
+from tabzoo_multitab.model import MultiTabNet
+from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder
+from tabzoo_multitab.training import TaskData, fit_model, select_context
+
+__all__ = ["MultiTabEstimator", "ARCHITECTURES"]
+
+ARCHITECTURES = ("multitab", "mmoe", "shared_bottom", "stl")
+
+
+def _has_classification(est: Any) -> bool:
+    """``predict_proba`` exists unless the fitted targets are all regression."""
+    return not hasattr(est, "tasks_") or any(t.kind != "regression" for t in est.tasks_)
+
+
+class MultiTabEstimator(BaseEstimator):
+    """Multitask tabular estimator: MultiTab-Net, or one of the MLP baselines.
+
+    :param architecture: ``"multitab"`` (MultiTab-Net), ``"mmoe"``, ``"shared_bottom"`` or ``"stl"``.
+    :param task_types: per target ``"auto"``, ``"binary"``, ``"multiclass"``, ``"classification"``
+        or ``"regression"``; ``None`` = auto (float columns are regression, others classification).
+    :param task_weights: loss weight per task (``None`` = all 1).
+    :param d_embed, n_layers, n_heads, row_heads, mask, inter_sample, dropout, ff_mult, head_hidden: MultiTab-Net
+        settings (see :class:`~tabzoo_multitab.config.MultiTabConfig`); ``d_embed``/``dropout``
+        also apply to the baselines.
+    :param hidden: hidden widths of the baselines' MLPs.
+    :param n_context: rows of the fixed, seeded prediction context (MultiTab-Net).
+    :param max_epochs, batch_size, lr, weight_decay, patience: training; early stopping on the
+        mean per-task validation metric (AUC for classification, explained variance for regression).
+    :param val_fraction: share of the training rows held out for early stopping (none below 10 rows).
+    :param random_state: seed of the split, the initialisation, the shuffling and the context.
+    :param device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
+    :param progress: show a tqdm bar over epochs.
+    """
+
+    def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,
+                 task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 2,
+                 n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
+                 dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
+                 hidden: Sequence[int] = (256, 128), n_context: int = 256,
+                 max_epochs: int = 100, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 1e-5,
+                 patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
+                 progress: bool = False) -> None:
+        self.architecture = architecture
+        self.task_types = task_types
+        self.task_weights = task_weights
+        self.d_embed = d_embed
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.row_heads = row_heads
+        self.mask = mask
+        self.inter_sample = inter_sample
+        self.dropout = dropout
+        self.ff_mult = ff_mult
+        self.head_hidden = head_hidden
+        self.hidden = hidden
+        self.n_context = n_context
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.patience = patience
+        self.val_fraction = val_fraction
+        self.random_state = random_state
+        self.device = device
+        self.progress = progress
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True  # object columns of strings are categorical features
+        tags.input_tags.categorical = True
+        tags.non_deterministic = False
+        return tags
+
+    # -- fit --------------------------------------------------------------------------------
+    def _targets(self, y: Any, n_rows: int) -> tuple[np.ndarray, list[str], bool]:
+        if y is None:
+            raise TabzooInputError(f"{type(self).__name__} requires y to be passed, but the target y is None; call fit(X, y).")
+        names = [str(c) for c in y.columns] if hasattr(y, "columns") else None
+        if hasattr(y, "to_numpy"):
+            y = y.to_numpy()
+        Y = np.asarray(y)
+        single = Y.ndim == 1
+        if single:
+            Y = Y[:, None]
+        if Y.ndim != 2 or Y.shape[1] < 1:
+            raise TabzooInputError(f"y must be 1-d or 2-d [rows, targets], got shape {Y.shape}.")
+        if Y.shape[0] != n_rows:
+            raise TabzooInputError(f"X has {n_rows} rows but y has {Y.shape[0]}; pass one target row per X row.")
+        return Y, names or [f"target{j}" for j in range(Y.shape[1])], single
+
+    def _build(self) -> torch.nn.Module:
+        enc, tasks = self.encoder_, self.target_encoder_.tasks
+        if self.architecture == "multitab":
+            width = (enc.n_num + len(enc.cardinalities) + len(tasks)) * self.d_embed
+            row_heads = self.row_heads if width % self.row_heads == 0 else 1
+            cfg = MultiTabConfig(n_num=enc.n_num, cat_cardinalities=enc.cardinalities, tasks=tuple(tasks),
+                                 d_embed=self.d_embed, n_layers=self.n_layers, n_heads=self.n_heads,
+                                 row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
+                                 dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden)
+            return MultiTabNet(cfg)
+        if self.architecture not in BASELINES:
+            raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
+        return BASELINES[self.architecture](enc.n_num, enc.cardinalities, tasks, d_embed=self.d_embed,
+                                            hidden=tuple(self.hidden), dropout=self.dropout)
+
+    def _data(self, X: Any, Yenc: np.ndarray | None = None) -> TaskData:
+        x_num, x_cat = self.encoder_.transform(X)
+        return TaskData(torch.from_numpy(x_num), torch.from_numpy(x_cat) if x_cat is not None else None,
+                        torch.from_numpy(Yenc) if Yenc is not None else None).to(self.device_)
+
+    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> MultiTabEstimator:
+        """Fit on ``X [n, d]`` and ``y [n]`` or ``[n, t]``; returns ``self``.
+
+        :param eval_set: ``(X_val, y_val)`` for early stopping instead of holding out
+            ``val_fraction`` of the training rows.
+        """
+        X = check_input_array(X)
+        if X.shape[0] < 2:
+            raise TabzooInputError(
+                f"n_samples={X.shape[0]}: got 1 sample, need at least 2 training rows; pass more rows."
+            )
+        check_n_features_and_names(self, X, reset=True)
+        Y, names, single = self._targets(y, X.shape[0])
+        if self.architecture not in ARCHITECTURES:
+            raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
+        self.device_ = resolve_device(self.device)
+        self.encoder_ = FeatureEncoder().fit(X)
+        self.target_encoder_ = TargetEncoder().fit(Y, names, self.task_types)
+        self.tasks_ = tuple(self.target_encoder_.tasks)
+        self.single_output_ = single
+        self.classes_ = [c for c in self.target_encoder_.classes]
+        Yenc = self.target_encoder_.transform(Y)
+        data = self._data(X, Yenc)
+        n = len(data)
+        rng = np.random.default_rng(self.random_state)
+        n_val = int(round(self.val_fraction * n)) if n >= 10 and eval_set is None else 0
+        perm = torch.from_numpy(rng.permutation(n)).to(self.device_)
+        train, val = data.rows(perm[n_val:]), (data.rows(perm[:n_val]) if n_val else None)
+        if eval_set is not None:
+            Xv = check_input_array(eval_set[0])
+            Yv, _, _ = self._targets(eval_set[1], Xv.shape[0])
+            if Yv.shape[1] != Y.shape[1]:
+                raise TabzooInputError(f"eval_set has {Yv.shape[1]} targets, y has {Y.shape[1]}; pass the same targets.")
+            val = self._data(Xv, self.target_encoder_.transform(Yv))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.random_state)
+            self.model_ = self._build().to(self.device_)
+        self.context_ = select_context(train, self.n_context, self.random_state) if self.architecture == "multitab" else None
+        self.fit_result_ = fit_model(
+            self.model_, self.tasks_, train, val, task_weights=self.task_weights, max_epochs=self.max_epochs,
+            batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
+            seed=self.random_state, context=self.context_, progress=self.progress,
+        )
+        self.n_epochs_ = self.fit_result_.epochs_run
+        return self
+
+    # -- predict ----------------------------------------------------------------------------
+    def _outputs(self, X: Any) -> list[np.ndarray]:
+        check_is_fitted(self, "model_")
+        X = check_input_array(X)
+        check_n_features_and_names(self, X, reset=False)
+        data = self._data(X)
+        out = self.model_.predict(data.x_num, data.x_cat, self.context_)
+        return [p.float().cpu().numpy() for p in torch.split(out, [t.n_out for t in self.tasks_], dim=-1)]
+
+    def predict_outputs(self, X: Any) -> list[np.ndarray]:
+        """Raw per-task outputs: logits ``[n, 1]`` (binary), ``[n, C]`` (multiclass), de-standardised value ``[n, 1]``."""
+        check_is_fitted(self, "model_")
+        outs = self._outputs(X)
+        for j, (t, (mu, sd)) in enumerate(zip(self.tasks_, self.target_encoder_.stats, strict=True)):
+            if t.kind == "regression":
+                outs[j] = outs[j] * sd + mu
+        return outs
+
+    @available_if(_has_classification)
+    def predict_proba(self, X: Any) -> list[np.ndarray | None] | np.ndarray:
+        """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks);
+        the array itself when fitted on a 1-d ``y``."""
+        probs: list[np.ndarray | None] = []
+        outs = self._outputs(X)
+        for t, o in zip(self.tasks_, outs, strict=True):
+            if t.kind == "binary":
+                p1 = 1.0 / (1.0 + np.exp(-o[:, 0].astype(np.float64)))
+                probs.append(np.stack([1 - p1, p1], 1))
+            elif t.kind == "multiclass":
+                z = o.astype(np.float64) - o.max(1, keepdims=True)
+                e = np.exp(z)
+                probs.append(e / e.sum(1, keepdims=True))
+            else:
+                probs.append(None)
+        return probs[0] if self.single_output_ and probs[0] is not None else probs
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions ``[n, t]`` (``[n]`` when fitted on 1-d ``y``): class labels, or values."""
+        check_is_fitted(self, "model_")
+        cols = []
+        for t, o, cls in zip(self.tasks_, self.predict_outputs(X), self.classes_, strict=True):
+            if t.kind == "regression":
+                cols.append(o[:, 0].astype(np.float64))
+            elif t.kind == "binary":
+                assert cls is not None
+                cols.append(cls[(o[:, 0] > 0).astype(np.int64)])
+            else:
+                assert cls is not None
+                cols.append(cls[o.argmax(1)])
+        kinds = {c.dtype.kind for c in cols}
+        if len(cols) == 1:
+            Y = cols[0][:, None]
+        elif len(kinds) == 1 and len({c.dtype for c in cols}) == 1:
+            Y = np.stack(cols, 1)
+        else:
+            Y = np.empty((len(cols[0]), len(cols)), dtype=object)
+            for j, c in enumerate(cols):
+                Y[:, j] = c
+        return Y[:, 0] if self.single_output_ else Y
+
+    def task_scores(self, X: Any, y: Any) -> list[float]:
+        """Per-task metrics: ROC AUC (classification), explained variance (regression)."""
+        check_is_fitted(self, "model_")
+        Y, _, _ = self._targets(y, np.asarray(X).shape[0] if not hasattr(X, "shape") else X.shape[0])
+        Yenc = self.target_encoder_.transform(Y)
+        outs = self._outputs(X)
+        return [task_metric(t.kind, Yenc[:, j], o) for j, (t, o) in enumerate(zip(self.tasks_, outs, strict=True))]
+
+    def score(self, X: Any, y: Any) -> float:
+        """Mean of :meth:`task_scores` (the early-stopping criterion)."""
+        s = [v for v in self.task_scores(X, y) if v == v]
+        return float(np.mean(s)) if s else float("nan")

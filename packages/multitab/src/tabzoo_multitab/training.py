@@ -1,0 +1,163 @@
+"""Training with early stopping on the mean per-task validation metric (shared by every model).
+
+Models map ``(x_num [N, F_num], x_cat [N, F_cat] | None)`` to ``[N, sum(n_out)]`` and offer
+``predict(x_num, x_cat, context)``; MultiTab-Net reads each minibatch as one set of rows
+(inter-sample attention over the minibatch) and predicts against a fixed, seeded context.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from tabzoo.errors import TabzooInputError
+
+from tabzoo_multitab.config import TaskSpec
+from tabzoo_multitab.losses import multitask_loss
+from tabzoo_multitab.metrics import task_metric
+
+__all__ = ["TaskData", "FitResult", "fit_model", "evaluate", "select_context", "progress_bar"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskData:
+    """Encoded rows: ``x_num [N, F_num]`` float (NaN = missing), ``x_cat [N, F_cat]`` int64 or None,
+    ``y [N, t]`` float (class indices, or standardised regression targets)."""
+
+    x_num: torch.Tensor
+    x_cat: torch.Tensor | None
+    y: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return self.x_num.shape[0]
+
+    def rows(self, idx: torch.Tensor) -> TaskData:
+        return TaskData(self.x_num[idx], self.x_cat[idx] if self.x_cat is not None else None,
+                        self.y[idx] if self.y is not None else None)
+
+    def to(self, device: torch.device) -> TaskData:
+        return TaskData(self.x_num.to(device), self.x_cat.to(device) if self.x_cat is not None else None,
+                        self.y.to(device) if self.y is not None else None)
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit_model` did: best epoch (0-based), its mean validation metric, per-epoch history."""
+
+    best_epoch: int = -1
+    best_score: float = -math.inf
+    epochs_run: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def progress_bar(iterable: Any, enabled: bool, **kw: Any) -> Any:
+    """A tqdm bar when ``enabled`` and tqdm is installed; the plain iterable otherwise."""
+    if not enabled:
+        return iterable
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is in the sklearn extra
+        log.info("tqdm is not installed; no progress bar (pip install tqdm)")
+        return iterable
+    return tqdm(iterable, **kw)
+
+
+def select_context(train: TaskData, n_context: int, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A fixed, seeded sample of ``min(n_context, N)`` training rows: ``(ctx_num, ctx_cat)``."""
+    g = torch.Generator().manual_seed(int(seed))
+    idx = torch.randperm(len(train), generator=g)[: max(1, min(int(n_context), len(train)))]
+    idx = idx.sort().values.to(train.x_num.device)
+    sub = train.rows(idx)
+    return sub.x_num, sub.x_cat
+
+
+def evaluate(model: Any, data: TaskData, tasks: Sequence[TaskSpec], context: Any = None,
+             metrics: Sequence[str | None] | None = None) -> list[float]:
+    """Per-task metrics of ``model`` on ``data`` (``data.y`` needed)."""
+    if data.y is None:
+        raise TabzooInputError("evaluate needs labels: pass TaskData with y.")
+    was = model.training
+    model.eval()
+    out = model.predict(data.x_num, data.x_cat, context)
+    model.train(was)
+    parts = torch.split(out, [t.n_out for t in tasks], dim=-1)
+    y = data.y.cpu().numpy()
+    metrics = metrics or [None] * len(tasks)
+    return [task_metric(t.kind, y[:, i], p.float().cpu().numpy(), m)
+            for i, (t, p, m) in enumerate(zip(tasks, parts, metrics, strict=True))]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    vals = [x for x in xs if x == x]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData, val: TaskData | None, *,
+              task_weights: Sequence[float] | None = None, max_epochs: int = 100, batch_size: int = 256,
+              lr: float = 1e-3, weight_decay: float = 1e-5, patience: int = 10, seed: int = 0,
+              context: Any = None, progress: bool = False, grad_clip: float = 1.0) -> FitResult:
+    """Adam with weight decay; after each epoch, the mean per-task validation metric (AUC / EV,
+    higher is better); stop after ``patience`` epochs without improvement and restore the best
+    weights. Without ``val`` it trains ``max_epochs`` epochs.
+
+    Deterministic for ``seed``: shuffling and dropout draw from seeded generators; the caller's
+    global RNG state is restored afterwards.
+    """
+    if train.y is None or len(train) < 1:
+        raise TabzooInputError("fit needs at least one labelled training row.")
+    if max_epochs < 1 or batch_size < 1 or patience < 1:
+        raise TabzooInputError(f"max_epochs, batch_size and patience must be >= 1, got {max_epochs}, {batch_size}, {patience}.")
+    result = FitResult()
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    g = torch.Generator().manual_seed(int(seed))
+    best_state: dict[str, torch.Tensor] | None = None
+    n = len(train)
+    n_batches = max(1, math.ceil(n / batch_size))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        bar = progress_bar(range(max_epochs), progress, desc=type(model).__name__, unit="epoch", leave=False)
+        for epoch in bar:
+            model.train()
+            perm = torch.randperm(n, generator=g).to(train.x_num.device)
+            total = 0.0
+            for b in range(n_batches):
+                batch = train.rows(perm[b * batch_size:(b + 1) * batch_size])
+                assert batch.y is not None
+                out = model(batch.x_num, batch.x_cat)
+                parts = list(torch.split(out, [t.n_out for t in tasks], dim=-1))
+                loss = multitask_loss(parts, batch.y, tasks, task_weights)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+                opt.step()
+                total += float(loss.detach())
+            entry: dict[str, Any] = {"epoch": epoch, "train_loss": total / n_batches}
+            result.epochs_run = epoch + 1
+            if val is None or len(val) == 0:
+                result.history.append(entry)
+                continue
+            scores = evaluate(model, val, tasks, context)
+            entry["val_metrics"], entry["val_mean"] = scores, _mean(scores)
+            result.history.append(entry)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{entry['train_loss']:.3f}", val=f"{entry['val_mean']:.4f}")
+            score = entry["val_mean"] if entry["val_mean"] == entry["val_mean"] else -math.inf
+            if result.best_epoch < 0 or score > result.best_score:
+                result.best_epoch, result.best_score = epoch, score
+                best_state = copy.deepcopy(model.state_dict())
+            elif epoch - result.best_epoch >= patience:
+                log.info("early stop at epoch %d (best %d: %.4f)", epoch, result.best_epoch, result.best_score)
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return result
