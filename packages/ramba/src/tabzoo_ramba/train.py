@@ -138,9 +138,9 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, bat
         opt.step()
         sched.step()
         step += 1
-        history.append(float(loss))
+        history.append(float(loss.detach()))
         bar.update(1)
-        bar.set_postfix(loss=f"{float(loss):.3f}")
+        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if path is not None and (step % checkpoint_every == 0 or step == steps):
             _save(path, model, opt, step, history)
     bar.close()
@@ -181,8 +181,8 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        history.append(float(loss))
-        bar.set_postfix(loss=f"{float(loss):.3f}")
+        history.append(float(loss.detach()))
+        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         last = step + 1 == steps
         if val is not None and predict is not None and len(val) and ((step + 1) % eval_every == 0 or last):
             model.eval()
