@@ -21,7 +21,7 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_ramba.data import RelationalTask, Seed, Split, to_seconds
 from tabzoo_ramba.model import RambaModel
-from tabzoo_ramba.sampling import SamplerConfig, graph_index, sample_subgraph
+from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, sample_subgraph
 from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
@@ -69,7 +69,7 @@ def sequences_for(db: Any, seeds: Sequence[Seed], target: TargetSpec, *, lookbac
 
 
 def predict_seeds(model: RambaModel, db: Any, seeds: Sequence[Seed], target: TargetSpec, *,
-                  lookback_s: float = 30 * 86400.0, sampler: SamplerConfig = SamplerConfig(),
+                  lookback_s: float = 30 * 86400.0, sampler: SamplerConfig = DEFAULT_SAMPLER,
                   stats: ColumnStats | None = None, batch_size: int = 32, encoder: Any = None) -> torch.Tensor:
     """Raw head output at each seed's target cell ``[n_seeds]`` (a logit, or z-units)."""
     encoder = encoder or default_encoder(model.cfg.text_encoder)
@@ -88,7 +88,7 @@ class Ramba:
     """
 
     def __init__(self, model: RambaModel | None = None, *, config: dict[str, Any] | None = None,
-                 sampler: SamplerConfig = SamplerConfig(), seed: int = 0, progress: bool = True) -> None:
+                 sampler: SamplerConfig = DEFAULT_SAMPLER, seed: int = 0, progress: bool = True) -> None:
         if model is None:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)

@@ -29,7 +29,7 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_ramba.data import to_seconds
 
-__all__ = ["GraphIndex", "Subgraph", "SamplerConfig", "sample_subgraph", "graph_index"]
+__all__ = ["DEFAULT_SAMPLER", "GraphIndex", "Subgraph", "SamplerConfig", "sample_subgraph", "graph_index"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ class SamplerConfig:
             raise TabzooInputError(f"sampler budget {self}: need n_child >= 0, max_expansions >= 1, max_rows >= 1")
         if self.policy not in ("recent", "hash"):
             raise TabzooInputError(f"sampler policy {self.policy!r}; use 'recent' or 'hash'")
+
+
+DEFAULT_SAMPLER = SamplerConfig()
 
 
 def _canonical_keys(table: Any, pk: str | None) -> list[str]:
@@ -85,7 +88,8 @@ class GraphIndex:
             if pk is not None:
                 self.row_of_key[name] = {(v.item() if hasattr(v, "item") else v): i for i, v in enumerate(t.column(pk))}
         # parents: fk -> parent row per child row (-1 = none); children: fk -> rows sorted canonically
-        self.fks = db.foreign_keys
+        # canonical order, so a database read back from SQLite (which lists keys in another order) samples alike
+        self.fks = sorted(db.foreign_keys, key=lambda f: (f.table, f.column, f.ref_table, f.ref_column or ""))
         self.parent_rows: list[np.ndarray] = []
         self.child_lists: list[dict[int, np.ndarray]] = []
         for fk in self.fks:
@@ -147,7 +151,7 @@ def _hash_rank(seed: int, table: str, keys: list[str], rows: np.ndarray) -> np.n
 
 
 def sample_subgraph(index: GraphIndex, table: str, key: Any, seed_time: Any, *, lookback_s: float,
-                    config: SamplerConfig = SamplerConfig()) -> Subgraph:
+                    config: SamplerConfig = DEFAULT_SAMPLER) -> Subgraph:
     """Algorithm 1 for the seed row ``(table, key)`` at ``seed_time`` (datetime64)."""
     r0 = index.row(table, key)
     t_star = int(to_seconds(np.datetime64(seed_time)))

@@ -23,9 +23,11 @@ from tabzoo.errors import TabzooInputError
 from tqdm.auto import tqdm
 
 from tabzoo_ramba.sampling import SamplerConfig, graph_index, sample_subgraph
-from tabzoo_ramba.serialize import ColumnStats, Sequence as Seq, collate, serialize
+from tabzoo_ramba.serialize import ColumnStats, collate, serialize
+from tabzoo_ramba.serialize import Sequence as Seq
 
-__all__ = ["pretrain_mlm", "finetune", "mlm_sequences", "roc_auc", "r2_score"]
+PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
+__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "mlm_sequences", "roc_auc", "r2_score"]
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +84,27 @@ def mlm_sequences(db: Any, n: int, rng: np.random.Generator, sampler: SamplerCon
     return out
 
 
-def _save(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, step: int, history: list[float]) -> None:
+def _save(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, step: int,
+          history: list[float]) -> None:
     from tabzoo.checkpoint import save_state
 
-    save_state(path, {"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+    save_state(path, {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "step": step,
                       "history": list(history), "rng": torch.random.get_rng_state()})
 
 
 def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, batch_size: int = 8,
                  lr: float = 5e-4, weight_decay: float = 0.1, warmup: float = 0.2, dbs_every: int = 4,
-                 sampler: SamplerConfig = SamplerConfig(n_child=8, max_rows=48), out: str | Path | None = None,
+                 sampler: SamplerConfig = PRETRAIN_SAMPLER, out: str | Path | None = None,
                  checkpoint_every: int = 50, resume: bool = False, seed: int = 0, progress: bool = True,
-                 encoder: Any = None) -> list[float]:
+                 encoder: Any = None, stop_after: int | None = None) -> list[float]:
     """Masked-cell pretraining for ``steps`` steps; a new database every ``dbs_every`` steps.
 
     One-cycle schedule (``warmup`` share linear warm-up, then cosine), AdamW, clip 1.0 (Table 20).
     :param out: state path stem (``out.safetensors`` + ``out.json``); with ``resume=True`` and an
         existing state, training continues from its step. Without ``resume`` an existing state is
         never overwritten (raises).
+    :param stop_after: stop once this step is reached (the schedule still spans ``steps``), e.g.
+        to split a long run over sessions.
     :returns: the loss per step.
     """
     from tabzoo_ramba.text import default_encoder
@@ -119,16 +124,19 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, bat
         opt.load_state_dict(state["opt"])
         step, history = int(state["step"]), list(state["history"])
         torch.random.set_rng_state(state["rng"])
-        for _ in range(step):
-            sched.step()
+        sched.load_state_dict(state["sched"])
     model.train()
     bar = tqdm(total=steps, initial=step, disable=not progress, desc="ramba pretrain")
     pool: list[Seq] = []
-    while step < steps:
+    pool_block = -1
+    end = steps if stop_after is None else min(steps, int(stop_after))
+    while step < end:
+        block = step // dbs_every  # the pool is a pure function of (seed, block): resuming is exact
+        if block != pool_block:
+            db = db_source(seed * 1_000_003 + block)
+            pool = mlm_sequences(db, batch_size * dbs_every, np.random.default_rng([seed, block, 1]), sampler)
+            pool_block = block
         rng = np.random.default_rng([seed, step])
-        if step % dbs_every == 0 or not pool:
-            db = db_source(seed * 1_000_003 + step // dbs_every)
-            pool = mlm_sequences(db, batch_size * dbs_every, rng, sampler)
         batch_seqs = [pool[int(i)] for i in rng.choice(len(pool), size=batch_size, replace=False)]
         batch = collate(batch_seqs, encoder)
         loss, parts = model.mlm_loss(batch)
@@ -141,8 +149,8 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, bat
         history.append(float(loss.detach()))
         bar.update(1)
         bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        if path is not None and (step % checkpoint_every == 0 or step == steps):
-            _save(path, model, opt, step, history)
+        if path is not None and (step % checkpoint_every == 0 or step == end):
+            _save(path, model, opt, sched, step, history)
     bar.close()
     model.eval()
     return history
