@@ -74,7 +74,8 @@ def test_check_catches_broken_model(make: Callable[[], Any], check: str) -> None
 
 
 def test_every_check_has_a_broken_model() -> None:
-    caught = {c for _, _, c in BROKEN} | {cap.KERNEL_EQUIVALENCE, cap.LINEAR_IN_FEATURES, cap.LINEAR_IN_SEQUENCE}
+    caught = {c for _, _, c in BROKEN} | {cap.KERNEL_EQUIVALENCE, cap.LINEAR_IN_FEATURES, cap.LINEAR_IN_SEQUENCE,
+                                          cap.BATCH_INDEPENDENCE}  # the last: test_conformance_v2
     assert caught == set(CHECKS)
 
 
@@ -95,7 +96,7 @@ def test_leaks_are_proven_on_masks_first(make: Any, check: str, masks: Any) -> N
 def test_reproducer_is_shrunk_and_carries_the_permutation() -> None:
     result = _run(icl_case("pq", PositionalQuery), cap.QUERY_EQUIVARIANCE)
     sizes = result.reproducer["sizes"]
-    assert sizes["batch"] == 1 and sizes["n_query"] == 2
+    assert sizes["batch"] == 1 and sizes["n_query"] == 2 and result.reproducer["phase"] == "small"
     assert sorted(result.reproducer["permutation"]) == list(range(sizes["n_query"]))
 
 
@@ -111,12 +112,13 @@ def test_linear_scaling_on_custom_axes(axis: str, quadratic: bool) -> None:
             return (x.transpose(1, 2) @ x).sum() if quadratic else (x * 2).sum(-1)
 
     case = ConformanceCase(
-        "axis", make_model=lambda seed: Features(), capabilities={axis}, protocol="rows",
+        "axis", make_model=lambda seed: Features(), capabilities={axis} | cap.MINIMUM["rows"], protocol="rows",
         scaling_axes={axis: ScalingAxis(lambda n, seed: (torch.randn(2, 16, n),), base_n=32)},
     )
     result = _run(case, axis)
     assert result.status == ("failed" if quadratic else "passed"), result
-    assert "seconds" in result.details["slopes"] and len(result.details["sizes"]) == 4
+    assert "seconds" in result.details["slopes"] and result.details["sizes"][0] >= 4096
+    assert len(result.details["sizes"]) == (2 if quadratic else 4)  # an exact count stops early
 
 
 @pytest.fixture(params=["offset", "wrong_grad"])

@@ -57,4 +57,5 @@ def example_case() -> ConformanceCase:
         scaling_axes={cap.LINEAR_IN_FEATURES: ScalingAxis(_features_inputs, base_n=16, make_model=_features_model)},
         kernel_ops=("masked_attention",),
         description="kNN-style attention classifier of tabzoo-example-plugin",
+        architecture="example_knn",  # its ArchitectureSpec: the capabilities must be the same set
     )

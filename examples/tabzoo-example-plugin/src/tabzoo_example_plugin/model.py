@@ -43,9 +43,10 @@ class KNNAttentionClassifier(nn.Module):
             raise TabzooInputError(
                 f"x must be a float tensor [batch, rows, features]; got shape {tuple(getattr(x, 'shape', ()))}. "
                 "Add a batch dimension with x[None].")
-        if not isinstance(y_context, torch.Tensor) or y_context.dim() != 2 or y_context.shape[0] != x.shape[0]:
+        if not isinstance(y_context, torch.Tensor) or not y_context.is_floating_point() or y_context.dim() != 2 \
+                or y_context.shape[0] != x.shape[0]:
             raise TabzooInputError(
-                f"y_context must be [batch, n_context] with the batch size of x ({x.shape[0]}); "
+                f"y_context must be a float tensor [batch, n_context] with the batch size of x ({x.shape[0]}); "
                 f"got {tuple(getattr(y_context, 'shape', ()))}.")
         n_context = y_context.shape[1]
         if n_context == 0 or n_context >= x.shape[1]:
@@ -63,6 +64,13 @@ class KNNAttentionClassifier(nn.Module):
             raise TabzooInputError(
                 f"class labels must be integers in [0, {self.max_classes}); got {y_context[bad][0].item()}. "
                 "Encode the classes as 0..n_classes-1.")
+        if torch.isinf(x).any():
+            raise TabzooInputError("x holds inf; features may be NaN (missing) but not inf: clip them or use NaN.")
+        for b, labels in enumerate(y_context):
+            if torch.unique(labels).numel() < 2:
+                raise TabzooInputError(
+                    f"episode {b}: the context holds a single class; a classifier needs context rows of at least "
+                    "two classes.")
 
     def keys(self, x: torch.Tensor) -> torch.Tensor:
         """Row keys ``[B, N, d]`` (missing values count as 0)."""

@@ -13,7 +13,7 @@ from tabzoo.plugins import ArchitectureSpec, hookimpl
 CAPABILITIES = frozenset({
     "in_context", "context_order_invariance", "query_equivariance", "query_independence",
     "no_context_query_leak", "label_leak", "linear_in_features", "kernel_equivalence",
-    "determinism", "checkpoint_roundtrip", "bad_input",
+    "determinism", "checkpoint_roundtrip", "bad_input", "batch_independence",
 })
 DEFAULT_CONFIG = {"max_features": 8, "max_classes": 10, "d": 16, "temperature": 1.0, "seed": 0}
 

@@ -16,7 +16,7 @@ from tabzoo_tabflex.config import CONFIGS
 from tabzoo_tabflex.model import TabFlex
 from tabzoo_tabflex.plugin import CAPABILITIES
 
-__all__ = ["make_case", "make_model", "context_repr"]
+__all__ = ["make_case", "make_model", "context_repr", "forward"]
 
 CONFIG = CONFIGS["tiny"]
 
@@ -40,6 +40,34 @@ def context_repr(model: TabFlex, x: torch.Tensor, y: torch.Tensor, n_context: in
     return h[:, :n_context]
 
 
+def forward(model: TabFlex, x: Any, y: Any, n_context: int) -> torch.Tensor:
+    """The call under test: ``TabFlex.forward(x, y[:, :n_context])`` behind the in-context input
+    validation of :mod:`tabzoo.table.validation` (what ``TabFlexClassifier`` checks before it
+    calls the model; ``TabFlex.forward`` itself checks shapes only). Query labels are never read."""
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.table.validation import (
+        check_class_labels,
+        check_context_classes,
+        check_finite_features,
+        check_finite_labels,
+        check_tensor,
+    )
+
+    check_tensor("x", x, 3)
+    check_tensor("y", y, 2)
+    if not 0 < n_context < x.shape[1] or y.shape[1] < n_context or y.shape[0] != x.shape[0]:
+        raise TabzooInputError(
+            f"need 1 <= n_context < rows and labels for every context row of every episode; got n_context={n_context}, "
+            f"x {tuple(x.shape)}, y {tuple(y.shape)}: put the context rows first.")
+    y_context = y[:, :n_context]
+    check_finite_features("x", x)
+    check_finite_labels("y_context", y_context)
+    check_class_labels("y_context", y_context, model.max_classes)
+    for episode in y_context:
+        check_context_classes(episode, None)
+    return model(x, y_context)
+
+
 def _rows_inputs(n: int, seed: int) -> tuple[Any, ...]:
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, n, 4, generator=g)
@@ -57,6 +85,7 @@ def make_case() -> ConformanceCase:
         config={"preset": "tiny"},
         protocol="in-context",
         context_repr=context_repr,
+        forward=forward,
         n_features=4,
         n_classes=3,
         max_rows=24,

@@ -34,6 +34,8 @@ _LAZY = {
     "checks_for": "tabzoo.testing.runner",
     "run_check": "tabzoo.testing.runner",
     "find_cases": "tabzoo.testing.runner",
+    "collect_cases": "tabzoo.testing.runner",
+    "replay": "tabzoo.testing.runner",
     "core_cases": "tabzoo.testing.runner",
     "CHECKS": "tabzoo.testing.checks",
     "strategies": "tabzoo.testing.strategies",

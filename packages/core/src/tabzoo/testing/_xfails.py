@@ -25,11 +25,13 @@ def load_xfails(path: str | Path | None) -> dict[str, dict[str, str]]:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise TabzooInputError(f"the xfails file {p} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}.") from exc
+    from tabzoo.testing.case import is_reason
+
     if not isinstance(data, dict) or not all(
-        isinstance(v, dict) and all(isinstance(r, str) and r.strip() for r in v.values()) for v in data.values()
+        isinstance(v, dict) and all(is_reason(r) for r in v.values()) for v in data.values()
     ):
         raise TabzooInputError(
-            f"the xfails file {p} must map case -> check -> reason (a non-empty string), e.g. "
-            '{"tabflex": {"query_independence": "why it fails"}}.'
+            f"the xfails file {p} must map case -> check -> reason (at least one sentence saying why), e.g. "
+            '{"tabflex": {"query_independence": "Query rows attend to each other by design."}}.'
         )
     return {str(c): {str(k): str(r) for k, r in v.items()} for c, v in data.items()}

@@ -24,6 +24,9 @@ MAX_FEATURES, MAX_CLASSES, D = 6, 4, 8
 
 def validate_icl(x: torch.Tensor, y_context: torch.Tensor, max_features: int, max_classes: int) -> None:
     """The in-context protocol's input validation, as every model should do it."""
+    if not isinstance(y_context, torch.Tensor) or not y_context.is_floating_point():
+        raise TabzooInputError(f"y_context must be a float tensor of class indices; got {type(y_context).__name__}. "
+                               "Encode the labels as 0..K-1 first.")
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
         raise TabzooInputError(f"x must be a tensor [batch, rows, features]; got shape {tuple(getattr(x, 'shape', ()))}.")
     if y_context.dim() != 2 or y_context.shape[0] != x.shape[0]:
@@ -39,6 +42,10 @@ def validate_icl(x: torch.Tensor, y_context: torch.Tensor, max_features: int, ma
         raise TabzooInputError("y_context holds NaN or inf labels; drop those rows or impute the labels.")
     if ((y_context < 0) | (y_context >= max_classes) | (y_context != y_context.round())).any():
         raise TabzooInputError(f"class labels must be integers in [0, {max_classes}); re-encode the labels.")
+    if torch.isinf(x).any():
+        raise TabzooInputError("x holds inf; features may be NaN (missing) but not inf: clip or replace them.")
+    if any(torch.unique(row).numel() < 2 for row in y_context):
+        raise TabzooInputError("an episode's context holds a single class; add context rows of another class.")
 
 
 class TinyICL(nn.Module):

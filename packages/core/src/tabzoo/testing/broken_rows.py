@@ -40,8 +40,14 @@ class TinyRows(nn.Module):
         return x
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
+        if not all(isinstance(t, torch.Tensor) for t in (x, y, query_mask)) or not y.is_floating_point():
+            raise TabzooInputError("x, y and query_mask must be tensors (y float); encode mixed labels as numbers first.")
         if x.dim() != 3 or y.shape != x.shape[:2] or query_mask.shape != y.shape:
             raise TabzooInputError("x must be [batch, rows, features] with y and query_mask [batch, rows]; fix the shapes.")
+        if bool(query_mask.all(dim=1).any()):
+            raise TabzooInputError("an episode has no visible (unmasked) row: the context is empty; unmask some rows.")
+        if bool(torch.isinf(x).any()):
+            raise TabzooInputError("x holds inf; features may be NaN (missing) but not inf: clip or replace them.")
         visible = torch.where(query_mask, torch.zeros_like(y), y)
         if not torch.isfinite(visible).all():
             raise TabzooInputError("y holds NaN or inf in a visible row; impute it or mark the row as a query.")
@@ -101,7 +107,11 @@ class TinyRelational(nn.Module):
         ids, users, times = events.column("event_id"), events.column("user_id"), events.column("time")
         amount, label = events.column("amount").astype(np.float64), events.column("label").astype(np.float64)
         feats = []
-        for _table, pk, t in seeds:
+        for table, pk, t in seeds:
+            if table != "events":
+                raise TabzooInputError(f"seed table {table!r} is not predicted by this model; use 'events'.")
+            if np.isnat(np.datetime64(t)):
+                raise TabzooInputError(f"seed {pk} has no time (NaT); every seed needs the time to predict at.")
             row = np.flatnonzero(ids == pk)
             if len(row) != 1:
                 raise TabzooInputError(f"seed event_id {pk} is not in table events; pass an existing primary key.")

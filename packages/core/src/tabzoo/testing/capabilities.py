@@ -65,6 +65,8 @@ CHECKPOINT_ROUNDTRIP = "checkpoint_roundtrip"
 """save_checkpoint -> load_model gives a model with identical outputs."""
 BAD_INPUT = "bad_input"
 """Every invalid input class raises TabzooInputError with a message naming the fix."""
+BATCH_INDEPENDENCE = "batch_independence"
+"""Episodes of one batch do not affect each other: changing episode 1 leaves episode 0 unchanged."""
 
 MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL})
 PROPERTIES: tuple[str, ...] = (
@@ -83,14 +85,28 @@ PROPERTIES: tuple[str, ...] = (
     DETERMINISM,
     CHECKPOINT_ROUNDTRIP,
     BAD_INPUT,
+    BATCH_INDEPENDENCE,
 )
 """Every checkable property, in the order the kit runs them."""
 ALL: frozenset[str] = MARKERS | frozenset(PROPERTIES)
 
-UNIVERSAL: frozenset[str] = frozenset({DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, LABEL_LEAK, NO_CONTEXT_QUERY_LEAK})
+UNIVERSAL: frozenset[str] = frozenset(
+    {DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, LABEL_LEAK, NO_CONTEXT_QUERY_LEAK, BATCH_INDEPENDENCE}
+)
 """Properties §4 of the design requires of every model: the kit runs them for every case with a
-model, declared or not. A model that cannot have one lists it in ``expected_failed_checks`` with
-a reason (or the check reports ``skipped`` when the case's protocol gives it nothing to test)."""
+model, declared or not (the relational protocol has no query rows or episode batches, so there
+``label_leak``, ``no_context_query_leak`` and ``batch_independence`` are covered by time
+causality). A model that cannot have one lists it in ``expected_failures`` with a reason; a
+check that cannot prove the property reports ``skipped``, which counts as NOT proven."""
+
+MINIMUM: dict[str, frozenset[str]] = {
+    "in-context": frozenset({CONTEXT_ORDER_INVARIANCE, QUERY_EQUIVARIANCE, QUERY_INDEPENDENCE, NO_CONTEXT_QUERY_LEAK,
+                             LABEL_LEAK, DETERMINISM, BAD_INPUT}),
+    "rows": frozenset({ROW_EQUIVARIANCE, LABEL_LEAK, DETERMINISM, BAD_INPUT}),
+    "relational": frozenset({TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, BAD_INPUT}),
+}
+"""The capabilities a case of each protocol must declare (or list as expected failures with a
+reason); :class:`~tabzoo.testing.ConformanceCase` refuses a case that declares fewer."""
 
 IN_CONTEXT_DEFAULTS: frozenset[str] = frozenset(
     {IN_CONTEXT, CONTEXT_ORDER_INVARIANCE, QUERY_EQUIVARIANCE, QUERY_INDEPENDENCE} | UNIVERSAL
@@ -98,7 +114,7 @@ IN_CONTEXT_DEFAULTS: frozenset[str] = frozenset(
 """What a strict in-context model (TabPFN-style, query rows read only context) claims."""
 ROW_ATTENTION_DEFAULTS: frozenset[str] = frozenset({ROW_ATTENTION, ROW_EQUIVARIANCE, QUERY_EQUIVARIANCE} | UNIVERSAL)
 RELATIONAL_DEFAULTS: frozenset[str] = frozenset(
-    {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP}
+    {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT}
 )
 
 

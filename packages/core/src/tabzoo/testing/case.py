@@ -34,6 +34,10 @@ from tabzoo.testing import capabilities as cap
 
 PROTOCOLS = ("in-context", "rows", "relational")
 STATUSES = ("passed", "failed", "xfail", "skipped", "error")
+MAX_TOL_SCALE = 100.0
+"""Upper limit of ``ConformanceCase.tol_scale``: a wider tolerance proves nothing at float32."""
+MIN_REASON_CHARS, MIN_REASON_WORDS = 20, 4
+"""An expected failure's reason must be at least a sentence."""
 
 # (atol, rtol) per dtype name; the kit multiplies both by ``ConformanceCase.tol_scale``.
 TOLERANCES: dict[str, tuple[float, float]] = {
@@ -85,18 +89,28 @@ class ConformanceCase:
     :param scaling_axes: capability (e.g. ``LINEAR_IN_ROWS``) -> :class:`ScalingAxis` or
         ``(make_inputs, base_n)``. In-context cases get a default rows axis.
     :param bad_inputs: ``bad_inputs(model) -> iterable of (description, thunk)``; each thunk
-        must raise :class:`~tabzoo.errors.TabzooInputError`. ``None`` = the protocol's defaults.
+        must raise :class:`~tabzoo.errors.TabzooInputError`. ADDED to the protocol's defaults
+        (:func:`tabzoo.testing.checks.misc.default_bad_inputs`), never in their place.
     :param kernel_ops: ops whose backends the kernel-equivalence check compares (``None`` = all).
     :param kernel_inputs: extra input generators ``op -> fn(seed, dtype, device) -> dict``.
     :param make_database: relational only: ``make_database(seed) -> (db, seeds)``.
     :param target: relational only: ``(table, column)`` the model predicts.
     :param horizon: relational only: a label at time ``t`` is available from ``t + horizon``.
     :param dtype: ``"float32"`` (default), ``"bfloat16"``, ...: the dtype of generated inputs.
-    :param tol_scale: multiplies the dtype tolerances of :data:`TOLERANCES`.
+    :param tol_scale: multiplies the dtype tolerances of :data:`TOLERANCES`; at most
+        :data:`MAX_TOL_SCALE`. Results report the effective tolerance.
     :param device: where the model and inputs live.
     :param expected_failures: ``{check: reason}``: checks known to fail, each with its reason
-        (reported as ``xfail``; the reason is mandatory, as in scikit-learn).
+        of at least one sentence (reported as ``xfail`` and listed in every summary). A minimum
+        capability of the protocol (:data:`~tabzoo.testing.capabilities.MINIMUM`) that the model
+        lacks must be listed here.
     :param description: one line for reports.
+    :param architecture: the registered :class:`~tabzoo.plugins.ArchitectureSpec` this case
+        tests (default: the one named like the case, if any); its capabilities must equal the
+        case's.
+
+    Construction raises :class:`~tabzoo.errors.TabzooInputError` when a case with a model
+    declares fewer than its protocol's minimum capabilities.
     """
 
     name: str
@@ -122,6 +136,7 @@ class ConformanceCase:
     device: str = "cpu"
     expected_failures: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    architecture: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or any(c.isspace() for c in self.name):
@@ -142,13 +157,32 @@ class ConformanceCase:
             axes[key] = value if isinstance(value, ScalingAxis) else ScalingAxis(*value)
         object.__setattr__(self, "scaling_axes", axes)
         for check, reason in dict(self.expected_failures).items():
-            if check not in cap.PROPERTIES or not isinstance(reason, str) or not reason.strip():
+            if check not in cap.PROPERTIES or not is_reason(reason):
                 raise TabzooInputError(
                     f"case {self.name!r}: expected_failures needs {{check: reason}} with a check from "
-                    f"{list(cap.PROPERTIES)} and a non-empty reason; got {check!r}: {reason!r}."
+                    f"{list(cap.PROPERTIES)} and a reason of at least one sentence ({MIN_REASON_WORDS}+ words, "
+                    f"{MIN_REASON_CHARS}+ characters) saying why; got {check!r}: {reason!r}."
+                )
+        if not (isinstance(self.tol_scale, (int, float)) and 0 < self.tol_scale <= MAX_TOL_SCALE):
+            raise TabzooInputError(
+                f"case {self.name!r}: tol_scale={self.tol_scale!r} must be in (0, {MAX_TOL_SCALE:g}]; a looser "
+                "tolerance proves nothing. Fix the numerics, or list the check in expected_failures with a reason."
+            )
+        if self.make_model is not None:
+            missing = sorted(cap.MINIMUM[self.protocol] - self.capabilities - set(self.expected_failures))
+            if missing:
+                raise TabzooInputError(
+                    f"case {self.name!r} ({self.protocol!r} protocol) does not declare the minimum capabilities "
+                    f"{missing}; declare them (capabilities=...), or list each in expected_failures with the "
+                    "reason your model cannot have it."
                 )
 
     # -- helpers the checks use --------------------------------------------------------------
+    def effective_tolerance(self) -> dict[str, float]:
+        """``{"atol", "rtol", "tol_scale"}`` actually used for elementwise comparisons."""
+        atol, rtol = self.tolerance()
+        return {"atol": atol, "rtol": rtol, "tol_scale": float(self.tol_scale)}
+
     def tolerance(self, scale: float = 1.0) -> tuple[float, float]:
         """``(atol, rtol)`` for this case's dtype, scaled by ``tol_scale * scale``."""
         atol, rtol = TOLERANCES[self.dtype]
@@ -172,6 +206,12 @@ class ConformanceCase:
             x, y, n_context = args
             return model(x, y[:, :n_context])
         return model(*args)
+
+
+def is_reason(reason: object) -> bool:
+    """True for a reason of at least one sentence (enough characters and words)."""
+    return (isinstance(reason, str) and len(reason.strip()) >= MIN_REASON_CHARS
+            and len(reason.split()) >= MIN_REASON_WORDS)
 
 
 @dataclass
@@ -201,6 +241,20 @@ class CheckResult:
     def ok(self) -> bool:
         """True unless the check failed or errored without being expected to."""
         return self.status in ("passed", "xfail", "skipped")
+
+    @property
+    def proven(self) -> bool:
+        """True when the property is established: passed (or a declared expected failure).
+        A ``skipped`` check is not proven."""
+        return self.status in ("passed", "xfail")
+
+    @property
+    def replay(self) -> str | None:
+        """The one-line replay command of a failure, or ``None``."""
+        spec = self.reproducer.get("replay")
+        if not spec:
+            return None
+        return f"tabzoo conformance {self.case} --replay '{spec}'"
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able dict with stable keys (non-finite numbers become strings)."""

@@ -8,8 +8,9 @@ installed case becomes a test item with id ``<case>-<check>``::
 
 Options: ``--tabzoo-max-examples N`` (default 10), ``--tabzoo-device DEV`` (default: the
 case's), ``--tabzoo-seed S``, ``--tabzoo-xfails FILE`` (JSON or TOML ``case -> check -> reason``;
-those checks are marked xfail with the reason). Loading this module imports neither torch nor
-hypothesis; they load only when checks run.
+those checks are marked xfail with the reason), ``--tabzoo-strict`` (a skipped check, i.e. one
+whose property is NOT proven, fails). A plugin whose cases cannot be built gives a failing
+item. Loading this module imports neither torch nor hypothesis; they load only when checks run.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--tabzoo-device", dest="tabzoo_device", default=None, metavar="DEV",
                     help="device for models and inputs, e.g. cuda (default: each case's own)")
     group.addoption("--tabzoo-seed", dest="tabzoo_seed", type=int, default=0, metavar="S", help="base seed (default 0)")
+    group.addoption("--tabzoo-strict", dest="tabzoo_strict", action="store_true", default=False,
+                    help="a check that is skipped (not proven) fails instead")
     group.addoption("--tabzoo-xfails", dest="tabzoo_xfails", default=None, metavar="FILE",
                     help="JSON or TOML file mapping case -> check -> reason: expected failures")
 
@@ -78,14 +81,35 @@ class ConformanceItem(pytest.Item):
         result = run_check(self.case, self.check, seed=self.seed, max_examples=self.max_examples)
         self.user_properties.append(("tabzoo_result", result.as_dict()))
         if result.status == "skipped":
+            if self.config.getoption("tabzoo_strict", False):
+                raise ConformanceFailure(f"{result} (--tabzoo-strict: not proven counts as failed)")
             pytest.skip(f"{self.check}: {result.message}")
         if result.status in ("failed", "error"):
-            raise ConformanceFailure(f"{result}\nreproducer: {result.reproducer}")
+            raise ConformanceFailure(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ConformanceFailure):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "tabzoo-conformance", None, self.name
+
+
+class ResultItem(pytest.Item):
+    """A result known at collection time (a case that could not be built, a registration check)."""
+
+    def __init__(self, *, result: Any, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.result = result
+
+    def runtest(self) -> None:
+        self.user_properties.append(("tabzoo_result", self.result.as_dict()))
+        if not self.result.ok:
+            raise ConformanceFailure(str(self.result))
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        return str(excinfo.value)
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return "tabzoo-conformance", None, self.name
@@ -99,11 +123,16 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
     import dataclasses
 
     from tabzoo.testing._xfails import load_xfails
-    from tabzoo.testing.runner import _expected_for, checks_for, find_cases
+    from tabzoo.testing.runner import _expected_for, checks_for, collect_cases, registration_results
 
     device = config.getoption("tabzoo_device")
     xfails = load_xfails(config.getoption("tabzoo_xfails"))
-    for case in find_cases(selector):
+    cases, failures = collect_cases(selector)
+    for failure in failures:  # a plugin whose case could not be built: a failing item, not a crash
+        items.append(ResultItem.from_parent(session, name=f"{failure.case}-{failure.check}", result=failure))
+    for case in cases:
+        for done in registration_results(case):
+            items.append(ResultItem.from_parent(session, name=f"{case.name}-{done.check}", result=done))
         if device:
             case = dataclasses.replace(case, device=device)
         expected = _expected_for(case, xfails)

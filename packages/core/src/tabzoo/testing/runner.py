@@ -29,7 +29,7 @@ def checks_for(case: ConformanceCase) -> list[str]:
     if case.make_model is not None:
         universal = set(cap.UNIVERSAL)
         if case.protocol == "relational":
-            universal -= {cap.LABEL_LEAK, cap.NO_CONTEXT_QUERY_LEAK}
+            universal -= {cap.LABEL_LEAK, cap.NO_CONTEXT_QUERY_LEAK, cap.BATCH_INDEPENDENCE}
         wanted |= universal
     wanted |= set(case.expected_failures)
     return [p for p in cap.PROPERTIES if p in wanted]
@@ -40,6 +40,17 @@ def _expected_for(case: ConformanceCase, expected: ExpectedFailures | None) -> d
     out = dict(case.expected_failures)
     if expected is None:
         return out
+    out = _merge_expected(out, case, expected)
+    from tabzoo.testing.case import is_reason
+
+    short = {k: v for k, v in out.items() if not is_reason(v)}
+    if short:
+        raise TabzooInputError(f"expected failures of {case.name!r} need a reason of at least one sentence saying why; "
+                               f"got {short}.")
+    return out
+
+
+def _merge_expected(out: dict[str, str], case: ConformanceCase, expected: ExpectedFailures) -> dict[str, str]:
     if callable(expected):
         out.update(expected(case) or {})
         return out
@@ -58,8 +69,10 @@ def run_check(
     seed: int = 0,
     max_examples: int = 10,
     expected_failures: Mapping[str, str] | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> CheckResult:
-    """Run one check; a crash becomes ``"error"``, an expected failure ``"xfail"`` (with its reason)."""
+    """Run one check; a crash becomes ``"error"``, an expected failure ``"xfail"`` (with its reason).
+    ``replay``: a reproducer's replay spec; the check runs exactly that example again."""
     from tabzoo.testing.checks import CHECKS
     from tabzoo.testing.checks._common import error_result
 
@@ -67,13 +80,16 @@ def run_check(
         raise TabzooInputError(f"no conformance check {check!r}; known checks: {list(CHECKS)}.")
     start = time.perf_counter()
     try:
-        result = CHECKS[check](case, seed=seed, max_examples=max_examples)
+        kwargs: dict[str, Any] = {"replay": dict(replay)} if replay else {}
+        result = CHECKS[check](case, seed=seed, max_examples=max_examples, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a crashing check is reported, not propagated
         logger.debug("check %s on %s crashed", check, case.name, exc_info=True)
         result = error_result(check, case, exc, seed)
     result.details.setdefault("seconds", round(time.perf_counter() - start, 4))
+    result.details.setdefault("tolerance", case.effective_tolerance())
     reason = (expected_failures or {}).get(check)
     if reason:
+        result.details["expected_failure"] = reason
         if result.status in ("failed", "error"):
             result.message = f"expected failure ({reason}): {result.message}"
             result.status = "xfail"
@@ -104,7 +120,8 @@ def check_conformance(
         raise TabzooInputError(f"on_fail={on_fail!r}; use 'raise', 'warn' or None.")
     expected = _expected_for(case, expected_failed_checks)
     names = list(checks) if checks is not None else checks_for(case)
-    results = [run_check(case, c, seed=seed, max_examples=max_examples, expected_failures=expected) for c in names]
+    results = [] if checks is not None else registration_results(case)
+    results += [run_check(case, c, seed=seed, max_examples=max_examples, expected_failures=expected) for c in names]
     bad = [r for r in results if not r.ok]
     if bad and on_fail == "raise":
         raise ConformanceError(
@@ -138,7 +155,7 @@ class ConformanceCheck:
 
             pytest.skip(f"{result.check}: {result.message}")
         if result.status in ("failed", "error"):
-            raise AssertionError(f"{result}\nreproducer: {result.reproducer}")
+            raise AssertionError(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
         return result
 
 
@@ -168,6 +185,56 @@ def parametrize_with_checks(
             check = ConformanceCheck(name, seed=seed, max_examples=max_examples)
             params.append(pytest.param(case, check, id=f"{case.name}-{name}", marks=marks))
     return pytest.mark.parametrize("case, check", params)
+
+
+REGISTRATION = "registration"
+"""The pseudo-check that reports a case that could not be built or disagrees with its architecture."""
+
+
+def registration_results(case: ConformanceCase) -> list[CheckResult]:
+    """``ArchitectureSpec.capabilities`` must equal the case's (the spec named ``case.architecture``,
+    else the one named like the case, if registered). One ``registration`` result, or none when
+    no architecture is involved."""
+    name = case.architecture or case.name
+    try:
+        from tabzoo.plugins import get_registry
+
+        entry = get_registry().items["architectures"].get(name)
+    except Exception as exc:  # noqa: BLE001 - a broken registry is reported by `tabzoo plugins`
+        logger.debug("registry unavailable: %s", exc)
+        entry = None
+    if entry is None:
+        if case.architecture is None:
+            return []
+        return [CheckResult(REGISTRATION, case.name, "failed", reproducer={"architecture": name},
+                            message=f"the case tests architecture {name!r}, which is not registered; register it "
+                                    "with tabzoo_register_architectures or fix ConformanceCase.architecture.")]
+    spec_caps = frozenset(getattr(entry.obj, "capabilities", frozenset()))
+    if spec_caps != case.capabilities:
+        only_spec, only_case = sorted(spec_caps - case.capabilities), sorted(case.capabilities - spec_caps)
+        return [CheckResult(
+            REGISTRATION, case.name, "failed", float(len(only_spec) + len(only_case)), 0.0, {"architecture": name},
+            f"ArchitectureSpec({name!r}).capabilities and the case's capabilities differ: only the spec claims "
+            f"{only_spec}, only the case claims {only_case}; declare one set in both (what is claimed is checked).",
+            {"spec": sorted(spec_caps), "case": sorted(case.capabilities)},
+        )]
+    return [CheckResult(REGISTRATION, case.name, "passed", 0.0, 0.0, {"architecture": name},
+                        f"ArchitectureSpec({name!r}) claims exactly the case's {len(spec_caps)} capabilities")]
+
+
+def replay(case: ConformanceCase, spec: str | Mapping[str, Any]) -> CheckResult:
+    """Run exactly the example of a reproducer's ``replay`` (a JSON string or dict) again.
+
+    Example: ``replay(case, result.reproducer["replay"])`` gives the same discrepancy as ``result``.
+    """
+    import json
+
+    data = json.loads(spec) if isinstance(spec, str) else dict(spec)
+    check = data.get("check")
+    if check not in cap.PROPERTIES:
+        raise TabzooInputError(f"the replay spec names check {check!r}; it must be one of {list(cap.PROPERTIES)} "
+                               "(copy the 'replay' JSON of a failed result whole).")
+    return run_check(case, check, seed=int(data.get("model_seed", 0)), replay=data)
 
 
 CORE_CASE = "core_kernels"
@@ -213,3 +280,76 @@ def find_cases(selector: str = "all", *, include_core: bool = True) -> list[Conf
             )
         out.extend(c for c in hits if c not in out)
     return out
+
+
+def _as_case(obj: Any) -> ConformanceCase:
+    """A registered object as a case: a :class:`ConformanceCase`, or a factory returning one."""
+    if isinstance(obj, ConformanceCase):
+        return obj
+    if callable(obj):
+        made = obj()
+        if isinstance(made, ConformanceCase):
+            return made
+        raise TabzooInputError(f"the registered case factory returned a {type(made).__name__}, not a ConformanceCase.")
+    raise TabzooInputError(f"registered a {type(obj).__name__} as a conformance case; register a "
+                           "tabzoo.testing.ConformanceCase (or a function returning one).")
+
+
+def _record_failures(records: Iterable[Any]) -> list[CheckResult]:
+    """Plugins whose loading or hooks failed: each a failed ``registration`` result."""
+    out = []
+    for record in records:
+        errors = [e for e in ([getattr(record, "error", None)] + list(getattr(record, "errors", None) or [])) if e]
+        for error in dict.fromkeys(str(e) for e in errors):
+            out.append(CheckResult(
+                REGISTRATION, f"plugin:{getattr(record, 'name', '?')}", "failed",
+                reproducer={"plugin": getattr(record, "name", "?"), "distribution": getattr(record, "distribution", "?")},
+                message=f"plugin {getattr(record, 'name', '?')!r} ({getattr(record, 'distribution', '?')} "
+                        f"{getattr(record, 'version', '?')}) could not provide its cases: {error}",
+            ))
+    return out
+
+
+def collect_cases(selector: str = "all", *, include_core: bool = True) -> tuple[list[ConformanceCase], list[CheckResult]]:
+    """Like :func:`find_cases`, but never raises for a broken plugin: returns the cases that
+    could be built, and one failed ``registration`` result per plugin or case that could not
+    (a hook or factory that raised, an invalid case, missing minimum capabilities).
+
+    :raises TabzooInputError: only when a selected name matches nothing at all.
+    """
+    from tabzoo.plugins import get_registry
+
+    registry = get_registry()
+    names = None if selector.strip() == "all" else [s.strip() for s in selector.split(",") if s.strip()]
+    cases: list[ConformanceCase] = []
+    failures: list[CheckResult] = []
+    matched: set[str] = set()
+    for key, entry in registry.items["conformance_cases"].items():
+        record = entry.record
+        ids = {key, getattr(entry.obj, "name", key), record.name, record.distribution}
+        if names is not None and not ids & set(names):
+            continue
+        matched |= ids & set(names or [])
+        try:
+            cases.append(_as_case(entry.obj))
+        except Exception as exc:  # noqa: BLE001 - a broken case is a finding, not a crash
+            failures.append(CheckResult(
+                REGISTRATION, str(key), "failed", reproducer={"plugin": record.name},
+                message=f"case {key!r} of plugin {record.name!r} could not be built: {type(exc).__name__}: {exc}"))
+    bad_records = [r for r in registry.records
+                   if names is None or {r.name, r.distribution} & set(names)]
+    failures += _record_failures(bad_records)
+    matched |= {n for r in bad_records for n in (r.name, r.distribution) if getattr(r, "error", None)}
+    for core in core_cases() if include_core else []:
+        if names is None or core.name in names:
+            cases.append(core)
+            matched.add(core.name)
+    if names is not None:
+        missing = [n for n in names if n not in matched]
+        if missing:
+            known = sorted({c.name for c in cases} | set(registry.items["conformance_cases"]) | {CORE_CASE})
+            raise TabzooInputError(
+                f"no conformance case or plugin named {missing[0]!r}; installed cases: {known}. Install the "
+                "plugin that provides it, or run `tabzoo conformance all`."
+            )
+    return cases, failures

@@ -2,7 +2,8 @@
 
 :data:`CHECKS` maps each property name of :mod:`tabzoo.testing.capabilities` to its check, in
 the order the runner uses. A check never raises for a violated property: it returns a
-``"failed"`` result with the discrepancy, the tolerance and a reproducer.
+``"failed"`` result with the discrepancy, the tolerance and a reproducer whose ``replay``
+(JSON) the check accepts back as ``replay=`` to run exactly the failing example again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tabzoo.testing.checks.relational import (
     toy_database,
 )
 from tabzoo.testing.checks.rows import (
+    check_batch_independence,
     check_context_order_invariance,
     check_label_leak,
     check_no_context_query_leak,
@@ -58,6 +60,7 @@ CHECKS: dict[str, Check] = {
     cap.DETERMINISM: check_determinism,
     cap.CHECKPOINT_ROUNDTRIP: check_checkpoint_roundtrip,
     cap.BAD_INPUT: check_bad_input,
+    cap.BATCH_INDEPENDENCE: check_batch_independence,
 }
 assert tuple(CHECKS) == cap.PROPERTIES
 
@@ -67,6 +70,7 @@ __all__ = [
     "MAX_SLOPE",
     "LiveBytes",
     "check_bad_input",
+    "check_batch_independence",
     "check_checkpoint_roundtrip",
     "check_context_order_invariance",
     "check_determinism",

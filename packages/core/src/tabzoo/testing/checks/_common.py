@@ -1,14 +1,26 @@
-"""Shared machinery of the checks: input generation, comparison, example loop and shrinking.
+"""Shared machinery of the checks: input generation, comparison, the example loop and replay.
 
-Examples are drawn from a seeded :class:`random.Random` (no hypothesis needed at run time, so
-the kit runs wherever tabzoo-core is installed). On the first failing example the sizes are
-shrunk greedily (halving each size while the failure persists), so the reproducer is small.
+Sizes and data seeds are drawn by hypothesis (with shrinking) in two phases per check:
+
+* ``small``: ``max_examples`` examples, batch 1-2, 2-8 query rows, context up to ``case.max_rows``;
+* ``large``: ``max(2, max_examples // 5)`` examples, batch 1-:data:`LARGE` ``["batch"]``, context
+  64-512 rows, query 16-64 rows.
+
+Each example also draws ``ties`` (features rounded to a coarse grid, so many values tie) and
+``duplicates`` (copies of context rows inside the context, with their own labels, and in the
+query). Every example builds a FRESH model from ``model_seed`` for each forward, so state carried
+between calls cannot pass or fail a property check; the ``determinism`` check owns state. When an
+example fails, two identical calls are compared first: if they already differ, the failure is
+reported as non-determinism (status ``error``), not as a violation of the property.
+
+The failing example, shrunk by hypothesis, is reported with a replay spec (JSON): ``check``,
+``model_seed``, ``data_seed``, ``sizes``, ``ties``, ``duplicates`` and the example's own fields
+(permutation, changed row, episode). :func:`run_examples` with ``replay=spec`` runs exactly that
+example again.
 """
-
 from __future__ import annotations
 
 import logging
-import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +32,6 @@ from tabzoo.testing.case import CheckResult, ConformanceCase
 
 logger = logging.getLogger("tabzoo.testing")
 
-MIN_SIZES = {"batch": 1, "n_context": 2, "n_query": 2, "n_features": 1}
 
 
 @dataclass
@@ -31,6 +42,7 @@ class Outcome:
     tolerance: float
     reproducer: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    crashed: bool = False
 
     @property
     def failed(self) -> bool:
@@ -70,30 +82,75 @@ def _as_tensor(x: Any) -> torch.Tensor:
     return torch.as_tensor(x)
 
 
-def draw_sizes(rnd: random.Random, case: ConformanceCase) -> dict[str, int]:
-    """Small random sizes for the row protocols."""
-    n_query = rnd.randint(2, 6)
-    n_context = rnd.randint(max(2, case.n_classes), max(2, case.n_classes, case.max_rows - n_query))
-    return {"batch": rnd.randint(1, 2), "n_context": n_context, "n_query": n_query, "n_features": case.n_features}
+SMALL_QUERY = (2, 8)
+LARGE: dict[str, int] = {"batch": 4, "n_context": 512, "n_query": 64}
+LARGE_MIN: dict[str, int] = {"batch": 1, "n_context": 64, "n_query": 16}
 
 
-def make_rows(case: ConformanceCase, sizes: dict[str, int], seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x [B, N, F]`` and ``y [B, N]`` (labels of every row) for ``sizes`` and ``seed``.
+def spec_strategy(case: ConformanceCase, phase: str) -> Any:
+    """A hypothesis strategy of example specs (without ``model_seed``) for the row protocols."""
+    import hypothesis.strategies as st
 
-    Classification labels are class indices as floats; every class occurs among the context rows
-    when there are enough of them. Regression labels (``n_classes == 0``) are standard normal.
+    lo_ctx = max(2, case.n_classes)
+    if phase == "large":
+        batch = st.integers(LARGE_MIN["batch"], LARGE["batch"])
+        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), LARGE["n_context"])
+        n_query = st.integers(LARGE_MIN["n_query"], LARGE["n_query"])
+    else:
+        batch = st.integers(1, 2)
+        n_query = st.integers(*SMALL_QUERY)
+        n_context = st.integers(lo_ctx, max(lo_ctx, case.max_rows - SMALL_QUERY[0]))
+
+    def build(t: tuple[int, int, int, int, bool, bool]) -> dict[str, Any]:
+        b, nc, nq, seed, ties, dups = t
+        return {"sizes": {"batch": b, "n_context": nc, "n_query": nq, "n_features": case.n_features},
+                "data_seed": seed, "ties": ties, "duplicates": dups}
+
+    return st.tuples(batch, n_context, n_query, st.integers(0, 2**31 - 1), st.booleans(), st.booleans()).map(build)
+
+
+def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x [B, N, F]`` and ``y [B, N]`` (labels of every row) for an example spec.
+
+    ``spec`` holds ``sizes`` (or is itself the sizes dict, with ``seed`` given), ``data_seed``,
+    ``ties`` and ``duplicates``. Classification labels are class indices as floats; every class
+    occurs among the context rows when there are enough of them. Regression labels
+    (``n_classes == 0``) are standard normal.
     """
-    g = torch.Generator().manual_seed(seed)
+    if "sizes" not in spec:
+        spec = {"sizes": spec, "data_seed": seed or 0}
+    sizes = spec["sizes"]
+    g = torch.Generator().manual_seed(int(spec.get("data_seed", 0)))
     b, nc, nq, f = sizes["batch"], sizes["n_context"], sizes["n_query"], sizes["n_features"]
     x = torch.randn(b, nc + nq, f, generator=g)
+    if spec.get("ties"):
+        x = torch.round(x * 2) / 2  # a coarse grid: many tied values in every column
     if case.n_classes:
         y = torch.randint(0, case.n_classes, (b, nc + nq), generator=g).float()
         k = min(nc, case.n_classes)
         y[:, :k] = torch.arange(k, dtype=torch.float32)
         y[:, :nc] = y[:, torch.randperm(nc, generator=g)]
+        if nc >= case.n_classes:  # query labels are classes the context holds
+            y[:, nc:] = torch.remainder(y[:, nc:], case.n_classes)
     else:
         y = torch.randn(b, nc + nq, generator=g)
+        if spec.get("ties"):
+            y = torch.round(y * 2) / 2
+    if spec.get("duplicates") and nc >= 2:
+        half = max(1, nc // 2)
+        dst = torch.randperm(nc, generator=g)[:half]
+        src = torch.randint(0, nc, (half,), generator=g)
+        x[:, dst] = x[:, src]  # duplicated context rows (labels drawn independently)
+        pick = torch.rand(nq, generator=g) < 0.5
+        qsrc = torch.randint(0, nc, (nq,), generator=g)
+        rows = torch.arange(nc, nc + nq)[pick]
+        x[:, rows] = x[:, qsrc[pick]]  # query rows equal to context rows
     return x.to(case.device, torch_dtype(case)), y.to(case.device)
+
+
+def perturbation(shape: tuple[int, ...], seed: int, like: torch.Tensor, scale: float = 3.0) -> torch.Tensor:
+    """Seeded replacement values of ``shape`` (``randn * scale``) on ``like``'s device and dtype."""
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(like)
 
 
 def other_labels(case: ConformanceCase, y: torch.Tensor, seed: int) -> torch.Tensor:
@@ -105,6 +162,25 @@ def other_labels(case: ConformanceCase, y: torch.Tensor, seed: int) -> torch.Ten
     return y + 1.0 + torch.rand(y.shape, generator=g).to(y.device)
 
 
+def keep_valid(case: ConformanceCase, y_new: torch.Tensor, y_old: torch.Tensor, n_context: int) -> torch.Tensor:
+    """``y_new``, except episodes whose changed context would hold fewer classes than before
+    (a single-class context is invalid input) keep ``y_old``'s context labels."""
+    if not case.n_classes or n_context < 2:
+        return y_new
+    out = y_new.clone()
+    for b in range(y_new.shape[0]):
+        if torch.unique(y_new[b, :n_context]).numel() < min(2, torch.unique(y_old[b, :n_context]).numel()) or \
+                torch.unique(y_new[b, :n_context]).numel() < 2 <= torch.unique(y_old[b, :n_context]).numel():
+            out[b, :n_context] = y_old[b, :n_context]
+    return out
+
+
+def query_mask(x: torch.Tensor, n_context: int) -> torch.Tensor:
+    qmask = torch.zeros(x.shape[:2], dtype=torch.bool, device=x.device)
+    qmask[:, n_context:] = True
+    return qmask
+
+
 def run_rows(case: ConformanceCase, model: Any, x: torch.Tensor, y: torch.Tensor, n_context: int) -> tuple[Any, Any]:
     """``(query outputs [B, n_query, ...], context outputs [B, n_context, ...] or None)``.
 
@@ -113,84 +189,226 @@ def run_rows(case: ConformanceCase, model: Any, x: torch.Tensor, y: torch.Tensor
     """
     with torch.no_grad():
         if case.protocol == "rows":
-            qmask = torch.zeros(x.shape[:2], dtype=torch.bool, device=x.device)
-            qmask[:, n_context:] = True
-            out = case.call(model, x, y, qmask)
+            out = case.call(model, x, y, query_mask(x, n_context))
             ctx = out[:, :n_context]
             if case.context_repr is not None:
-                ctx = case.context_repr(model, x, y, n_context)
+                ctx = (ctx, case.context_repr(model, x, y, n_context))
             return out[:, n_context:], ctx
         out = case.call(model, x, y, n_context)
         ctx = case.context_repr(model, x, y, n_context) if case.context_repr is not None else None
         return out, ctx
 
 
-def shrink(sizes: dict[str, int], fails: Callable[[dict[str, int]], bool], budget: int = 24) -> dict[str, int]:
-    """Greedy shrinking: halve each size toward its minimum while ``fails`` stays true."""
-    best = dict(sizes)
+def fresh_rows(case: ConformanceCase, spec: dict[str, Any], x: torch.Tensor, y: torch.Tensor,
+               n_context: int) -> tuple[Any, Any]:
+    """:func:`run_rows` on a model freshly built from ``spec["model_seed"]``."""
+    return run_rows(case, case.build(int(spec["model_seed"])), x, y, n_context)
+
+
+def rows_control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, float]:
+    """Two identical calls (fresh models, the spec's input): how far apart they are."""
+    x, y = make_rows(case, spec)
+    nc = spec["sizes"]["n_context"]
+    a, b = fresh_rows(case, spec, x, y, nc), fresh_rows(case, spec, x, y, nc)
+    return discrepancy(b, a, case)
+
+
+def largest_spec(case: ConformanceCase, seed: int) -> dict[str, Any]:
+    """The large phase's biggest example: every size at its maximum, with ties and duplicates."""
+    return {"sizes": {"batch": LARGE["batch"], "n_context": LARGE["n_context"], "n_query": LARGE["n_query"],
+                      "n_features": case.n_features}, "data_seed": seed, "ties": True, "duplicates": True}
+
+
+def shrink_spec(spec: dict[str, Any], out: Outcome, example: Callable[[dict[str, Any]], Outcome],
+                budget: int = 40) -> tuple[dict[str, Any], Outcome]:
+    """Greedy shrinking of a failing spec: halve each size, drop ties/duplicates, while it fails."""
+    lows = {"batch": 1, "n_context": 2, "n_query": 2}
     progress = True
     while progress and budget > 0:
         progress = False
-        for key in sorted(best):
-            lo = MIN_SIZES.get(key)
-            if lo is None or best[key] <= lo or key == "n_features":
+        for key in ("batch", "n_query", "n_context", "ties", "duplicates"):
+            trial = {**spec, "sizes": dict(spec["sizes"])}
+            if key in lows:
+                cur = trial["sizes"][key]
+                if cur <= lows[key]:
+                    continue
+                trial["sizes"][key] = max(lows[key], cur // 2)
+            elif spec.get(key):
+                trial[key] = False
+            else:
                 continue
-            trial = dict(best)
-            trial[key] = max(lo, best[key] // 2)
             budget -= 1
-            try:
-                bad = fails(trial)
-            except Exception:  # noqa: BLE001 - a size the model refuses is not a smaller failure
-                bad = False
-            if bad:
-                best, progress = trial, True
-    return best
+            res = _safe(example, trial)
+            if res.failed and not res.crashed:
+                spec, out, progress = trial, res, True
+    return spec, out
+
+
+class _Falsified(Exception):
+    """Raised inside the hypothesis test to mark a failing example."""
+
+
+def _settings(n: int, seed: int) -> Any:
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
+
+    return settings(max_examples=n, database=None, deadline=None, print_blob=False, derandomize=False,
+                    verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                    phases=(Phase.generate, Phase.shrink))
+
+
+def replay_line(check: str, spec: dict[str, Any], extra: dict[str, Any]) -> str:
+    """The JSON of an example's replay spec (compact, keys sorted)."""
+    import json
+
+    return json.dumps({"check": check, **spec, **extra}, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def run_examples(
     case: ConformanceCase,
     check: str,
-    example: Callable[[dict[str, int], int], Outcome],
+    example: Callable[[dict[str, Any]], Outcome],
     *,
     seed: int,
     max_examples: int,
-    draw: Callable[[random.Random, ConformanceCase], dict[str, int]] = draw_sizes,
+    strategy: Callable[[ConformanceCase, str], Any] = spec_strategy,
+    phases: tuple[str, ...] = ("small", "large"),
+    control: Callable[[ConformanceCase, dict[str, Any]], tuple[float, float]] | None = rows_control,
     what: str = "",
+    replay: dict[str, Any] | None = None,
+    explicit_large: bool = True,
 ) -> CheckResult:
-    """Run ``example(sizes, example_seed)`` on up to ``max_examples`` drawn sizes.
+    """Run ``example(spec)`` on hypothesis-drawn specs, phase by phase; report the shrunk failure.
 
-    The first failing example is shrunk and reported with its seed, sizes and the example's own
-    reproducer fields (e.g. the permutation). Passing returns the worst discrepancy seen.
+    ``spec`` = ``{"model_seed", "data_seed", "sizes", "ties", "duplicates", ...}``. With
+    ``replay`` (a spec from a reproducer) exactly that example runs once. A failing example whose
+    ``control`` (two identical calls) already disagrees is reported as non-determinism (``error``).
     """
-    rnd = random.Random(seed)
+    tol = case.effective_tolerance()
+    if replay is not None:
+        spec = {k: v for k, v in replay.items() if k != "check"}
+        spec.setdefault("model_seed", seed)
+        found = [(spec, _safe(example, spec), str(spec.get("phase", "replay")))]
+        if not found[0][1].failed:
+            out = found[0][1]
+            return CheckResult(check, case.name, "passed", out.discrepancy, out.tolerance,
+                               {"replay": replay_line(check, spec, {})},
+                               f"replayed example passes: discrepancy {out.discrepancy:.3g} <= {out.tolerance:.3g}",
+                               {"tolerance": tol})
+        return _failure(case, check, *found[0], control, what, tol)
     worst: Outcome | None = None
-    for i in range(max_examples):
-        sizes = draw(rnd, case)
-        ex_seed = seed * 1000 + i
-        outcome = example(sizes, ex_seed)
-        if outcome.failed:
-            def still_fails(s: dict[str, int], e: int = ex_seed) -> bool:
-                return example(s, e).failed
-
-            small = shrink(sizes, still_fails)
-            if small != sizes:
-                outcome = example(small, ex_seed)
-                sizes = small
-            repro = {"seed": ex_seed, "sizes": sizes, **outcome.reproducer}
-            return CheckResult(
-                check, case.name, "failed", outcome.discrepancy, outcome.tolerance, repro,
-                f"{check} violated{(' (' + what + ')') if what else ''}: discrepancy "
-                f"{outcome.discrepancy:.3g} > tolerance {outcome.tolerance:.3g} at sizes {sizes}, "
-                f"seed {ex_seed}{(', ' + outcome.note) if outcome.note else ''}.",
-            )
-        if worst is None or outcome.discrepancy > worst.discrepancy or worst.discrepancy != worst.discrepancy:
-            worst = outcome
+    counts: dict[str, int] = {}
+    for phase in phases:
+        test, failures = _phase_test(case, example, strategy, phase, seed, max_examples, counts)
+        if phase == "large" and explicit_large:
+            # the largest sizes always run once; a failure there is shrunk greedily
+            spec = {"model_seed": seed, **largest_spec(case, seed), "phase": phase}
+            counts[phase] = 1
+            out = _safe(example, spec)
+            if out.failed:
+                spec, out = shrink_spec(spec, out, example)
+                return _failure(case, check, spec, out, phase, control, what, tol)
+            if worst is None or out.discrepancy > worst.discrepancy:
+                worst = out
+        try:
+            test()
+        except _Falsified:
+            spec, out = failures[-1][0], failures[-1][1]  # hypothesis replays the shrunk example last
+            return _failure(case, check, spec, out, phase, control, what, tol)
+        except Exception:
+            # hypothesis's Flaky: an example failed, then passed when replayed (non-determinism);
+            # the control of _failure names that cause
+            if not failures or not failures[-1][1].failed:
+                raise
+            spec, out = failures[-1][0], failures[-1][1]
+            return _failure(case, check, spec, out, phase, control, what, tol)
+        for _, out in failures:
+            if worst is None or out.discrepancy > worst.discrepancy:
+                worst = out
     disc = worst.discrepancy if worst else None
-    tol = worst.tolerance if worst else None
+    tolv = worst.tolerance if worst else None
     note = f"; {worst.note}" if worst and worst.note else ""
+    ran = ", ".join(f"{v} {k}" for k, v in counts.items())
     return CheckResult(
-        check, case.name, "passed", disc, tol, {"seed": seed, "examples": max_examples},
-        f"{max_examples} examples, worst discrepancy {disc:.3g} <= {tol:.3g}{note}" if worst else "no examples",
+        check, case.name, "passed", disc, tolv, {"seed": seed, "examples": counts},
+        f"{ran} examples, worst discrepancy {disc:.3g} <= {tolv:.3g}{note}" if worst else "no examples",
+        {"tolerance": tol},
+    )
+
+
+def _phase_test(case: ConformanceCase, example: Callable[[dict[str, Any]], Outcome], strategy: Any, phase: str,
+                seed: int, max_examples: int, counts: dict[str, int]) -> tuple[Callable[[], None], list[Any]]:
+    """The hypothesis test of one phase; ``record`` collects ``(spec, outcome, passed)``: failing
+    examples in order (the shrunk one last) and the passing ones."""
+    from hypothesis import given
+    from hypothesis import seed as hseed
+
+    record: list[tuple[dict[str, Any], Outcome]] = []
+    passed: list[tuple[dict[str, Any], Outcome]] = []
+
+    def body(drawn: dict[str, Any]) -> None:
+        spec = {"model_seed": seed, **drawn, "phase": phase}
+        counts[phase] = counts.get(phase, 0) + 1
+        out = _safe(example, spec)
+        if out.failed:
+            record.append((spec, out))
+            raise _Falsified
+        passed.append((spec, out))
+
+    n = max_examples if phase == "small" else max(2, max_examples // 5)
+    test = hseed(seed)(_settings(n, seed)(given(strategy(case, phase))(body)))
+
+    class _View(list):  # failures first; the passing outcomes are folded into "worst" by the caller
+        pass
+
+    view = _View()
+
+    def run() -> None:
+        try:
+            test()
+        finally:
+            view[:] = record if record else passed
+
+    return run, view
+
+
+def _safe(example: Callable[[dict[str, Any]], Outcome], spec: dict[str, Any]) -> Outcome:
+    try:
+        return example(spec)
+    except Exception as exc:  # noqa: BLE001 - a forward that crashes on valid input is a finding
+        return Outcome(float("inf"), 0.0, {}, note=f"the forward raised {type(exc).__name__}: {str(exc)[:160]}",
+                       crashed=True)
+
+
+def _failure(case: ConformanceCase, check: str, spec: dict[str, Any], out: Outcome, phase: str,
+             control: Any, what: str, tol: dict[str, float]) -> CheckResult:
+    line = replay_line(check, spec, out.reproducer)
+    repro = {"seed": spec.get("model_seed"), "model_seed": spec.get("model_seed"),
+             "data_seed": spec.get("data_seed"), "sizes": spec.get("sizes"), "ties": spec.get("ties"),
+             "duplicates": spec.get("duplicates"), "phase": phase, **out.reproducer, "replay": line}
+    repro = {k: v for k, v in repro.items() if v is not None}
+    details: dict[str, Any] = {"tolerance": tol}
+    if out.crashed:
+        return CheckResult(check, case.name, "error", None, None, repro,
+                           f"{check} could not run on valid input ({out.note}) at sizes {spec.get('sizes')}.", details)
+    if control is not None and not out.crashed:
+        try:
+            cd, ct = control(case, spec)
+        except Exception:  # noqa: BLE001 - the control is best effort
+            cd, ct = 0.0, 1.0
+        details["control_discrepancy"] = cd
+        if not cd <= ct:
+            return CheckResult(
+                check, case.name, "error", cd, ct, repro,
+                f"{check} cannot be decided: two IDENTICAL calls (fresh models, same seed, same input) already "
+                f"differ by {cd:.3g} > {ct:.3g}. The cause is non-determinism or state, not a {check} violation; "
+                "see the determinism check.", details,
+            )
+    return CheckResult(
+        check, case.name, "failed", out.discrepancy, out.tolerance, repro,
+        f"{check} violated{(' (' + what + ')') if what else ''}: discrepancy "
+        f"{out.discrepancy:.3g} > tolerance {out.tolerance:.3g} at sizes {spec.get('sizes')} ({phase} phase, "
+        f"data seed {spec.get('data_seed')}){(', ' + out.note) if out.note else ''}.",
+        details,
     )
 
 
@@ -204,4 +422,5 @@ def error_result(check: str, case: ConformanceCase, exc: BaseException, seed: in
 
 
 def skipped(check: str, case: ConformanceCase, reason: str) -> CheckResult:
-    return CheckResult(check, case.name, "skipped", message=reason)
+    """A check that could not prove its property: counts as NOT proven (``--strict``: a failure)."""
+    return CheckResult(check, case.name, "skipped", message=f"not proven: {reason}")

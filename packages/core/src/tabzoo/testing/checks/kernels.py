@@ -8,6 +8,7 @@ are unavailable or refuse the inputs are listed in the message, not failed.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from typing import Any
@@ -110,7 +111,8 @@ def _diff(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float) -> tuple[f
     return (float(d.max()) if d.numel() else 0.0), atol + rtol * (float(b64.abs().max()) if b64.numel() else 0.0)
 
 
-def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10) -> CheckResult:
+def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
+                             replay: dict[str, Any] | None = None) -> CheckResult:
     """Every registered non-reference backend of ``case.kernel_ops`` (default: all ops) matches the
     reference in outputs and in gradients of all floating inputs, within the dtype tolerance."""
     check = cap.KERNEL_EQUIVALENCE
@@ -118,6 +120,8 @@ def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_exampl
 
     generators = {**INPUT_GENERATORS, **dict(case.kernel_inputs)}
     ops = list(case.kernel_ops) if case.kernel_ops is not None else list_ops()
+    if replay:
+        ops = [replay["op"]]
     dtype = getattr(torch, case.dtype)
     atol, rtol = case.tolerance(scale=10.0)  # several reductions: 10x the elementwise tolerance
     compared, notes, worst = 0, [], (0.0, 1.0)
@@ -131,9 +135,11 @@ def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_exampl
             notes.append(f"{op}: no input generator (give case.kernel_inputs[{op!r}])")
             continue
         for name, backend in sorted(backends.items()):
+            if replay and name != replay.get("backend"):
+                continue
             refused: list[str] = []
-            for i in range(max_examples):
-                ex_seed = seed * 1000 + i
+            for i in range(1 if replay else max_examples):
+                ex_seed = int(replay["data_seed"]) if replay else seed * 1000 + i
                 inputs = generators[op](ex_seed, dtype, case.device)
                 reasons = backend.reasons(inputs)
                 if reasons:
@@ -151,7 +157,9 @@ def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_exampl
                         mask = inputs.get("mask")
                         return CheckResult(
                             check, case.name, "failed", d, t,
-                            {"seed": ex_seed, "op": op, "backend": name, "sizes": shapes,
+                            {"seed": ex_seed, "data_seed": ex_seed, "op": op, "backend": name, "sizes": shapes,
+                             "replay": json.dumps({"check": check, "op": op, "backend": name, "data_seed": ex_seed},
+                                                  sort_keys=True, separators=(",", ":")),
                              "mask": repr(mask) if not isinstance(mask, torch.Tensor) else "bool tensor",
                              "generator": f"{generators[op].__module__}.{generators[op].__name__}"},
                             f"{check} violated: {op}/{name} {what} differs from the reference by "

@@ -8,7 +8,6 @@ Without ``case.make_database`` the kit generates a small two-table database (:fu
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import numpy as np
@@ -110,24 +109,40 @@ def _call(case: ConformanceCase, model: Any, db: Any, seeds: list[Seed]) -> Any:
         return case.call(model, db, seeds)
 
 
-def _draw(rnd: random.Random, case: ConformanceCase) -> dict[str, int]:
-    return {"database_seed": rnd.randint(0, 10**6)}
+def _strategy(case: ConformanceCase, phase: str) -> Any:
+    import hypothesis.strategies as st
+
+    return st.integers(0, 10**6).map(lambda s: {"database_seed": s, "data_seed": s})
 
 
-def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10) -> CheckResult:
+def _control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, float]:
+    """Two identical calls on fresh models."""
+    db, seeds = database_for(case, spec["database_seed"])
+    a = _call(case, case.build(spec["model_seed"]), db, seeds)
+    return discrepancy(_call(case, case.build(spec["model_seed"]), db, seeds), a, case)
+
+
+def _run(case: ConformanceCase, check: str, example: Any, seed: int, max_examples: int, replay: Any,
+         what: str) -> CheckResult:
+    return run_examples(case, check, example, seed=seed, max_examples=max(1, min(max_examples, 5)), replay=replay,
+                        strategy=_strategy, phases=("small",), control=_control, explicit_large=False, what=what)
+
+
+def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
+                         replay: dict[str, Any] | None = None) -> CheckResult:
     """Adding or changing rows later than the seed time, or changing labels not yet available at
     it (``time + horizon > seed time``), leaves that seed's output unchanged."""
     check = cap.TIME_CAUSALITY
     if case.protocol != "relational" or case.make_model is None:
         return skipped(check, case, "needs the 'relational' protocol and a model")
-    model = case.build(seed)
 
-    def example(sizes: dict[str, int], s: int) -> Outcome:
-        db, seeds = database_for(case, sizes["database_seed"])
+    def example(spec: dict[str, Any]) -> Outcome:
+        db, seeds = database_for(case, spec["database_seed"])
+        s = spec["database_seed"] + 1
         worst, at = (0.0, 0.0), None
         for k, row in enumerate(seeds):
-            base = _call(case, model, db, [row])
-            moved = _call(case, model, future_perturbed(db, row[2], case, s + k, row), [row])
+            base = _call(case, case.build(spec["model_seed"]), db, [row])
+            moved = _call(case, case.build(spec["model_seed"]), future_perturbed(db, row[2], case, s + k, row), [row])
             d, t = discrepancy(moved, base, case)
             if not d <= t or at is None:
                 worst, at = (d, t), row
@@ -137,24 +152,27 @@ def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: 
         return Outcome(*worst, {"seed_row": [at[0], str(at[1]), str(at[2])]},
                        note=f"seed row {at[0]}:{at[1]} at {at[2]}")
 
-    return run_examples(case, check, example, seed=seed, max_examples=max(1, min(max_examples, 5)), draw=_draw,
-                        what="output changed when data later than the seed time, or unavailable labels, changed")
+    return _run(case, check, example, seed, max_examples, replay,
+                "output changed when data later than the seed time, or unavailable labels, changed")
 
 
-def check_input_order_invariance(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10) -> CheckResult:
+def check_input_order_invariance(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
+                                 replay: dict[str, Any] | None = None) -> CheckResult:
     """Shuffling the stored row order of every table leaves every output unchanged."""
     check = cap.INPUT_ORDER_INVARIANCE
     if case.protocol != "relational" or case.make_model is None:
         return skipped(check, case, "needs the 'relational' protocol and a model")
-    model = case.build(seed)
 
-    def example(sizes: dict[str, int], s: int) -> Outcome:
-        db, seeds = database_for(case, sizes["database_seed"])
-        rng = np.random.default_rng(s)
+    def example(spec: dict[str, Any]) -> Outcome:
+        db, seeds = database_for(case, spec["database_seed"])
+        rng = np.random.default_rng(spec["database_seed"] + 1)
         perms = {name: rng.permutation(t.n_rows) for name, t in db.tables.items()}
+        if isinstance(spec.get("permutation"), dict):
+            perms = {k: np.asarray(v) for k, v in spec["permutation"].items()}
         shuffled = _rebuild(db, {name: t.take(perms[name]) for name, t in db.tables.items()})
-        d, t = discrepancy(_call(case, model, shuffled, seeds), _call(case, model, db, seeds), case)
+        model_seed = spec["model_seed"]
+        d, t = discrepancy(_call(case, case.build(model_seed), shuffled, seeds),
+                           _call(case, case.build(model_seed), db, seeds), case)
         return Outcome(d, t, {"permutation": {k: v.tolist() for k, v in perms.items()}})
 
-    return run_examples(case, check, example, seed=seed, max_examples=max(1, min(max_examples, 5)), draw=_draw,
-                        what="output changed when table rows were shuffled")
+    return _run(case, check, example, seed, max_examples, replay, "output changed when table rows were shuffled")

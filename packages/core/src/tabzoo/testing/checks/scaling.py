@@ -1,22 +1,26 @@
-"""Linear scaling per declared axis: FLOPs and peak memory at ``n, 2n, 4n, 8n``.
+"""Linear scaling per declared axis: what the kit counts itself, at sizes it chooses.
 
-The fitted log-log slope (least squares of ``log cost`` on ``log n``) must be <= :data:`MAX_SLOPE`
-for both
+Sizes: ``n0 = max(axis.base_n, MIN_N)`` (:data:`MIN_N` = 4096, so constant overheads do not hide
+a quadratic term) and ``2 n0, 4 n0, 8 n0``. At each size one forward runs under two dispatch
+modes that count, for every aten op:
 
-* **FLOPs**: the case's analytic ``cost(n)`` (typically a sum of kernel ``Backend.cost``), or
-  else counted by :class:`torch.utils.flop_counter.FlopCounterMode` (matmuls, convolutions,
-  attention: the ops whose count can grow faster than the data);
-* **peak memory**: on CUDA ``torch.cuda.max_memory_allocated`` around the call; elsewhere the
-  peak of live bytes of every tensor storage created during the call, tracked by a
-  :class:`~torch.utils._python_dispatch.TorchDispatchMode` (:class:`LiveBytes`). That sees every
-  tensor torch ops allocate (an ``[N, N]`` intermediate included) but not scratch memory inside a
-  single fused kernel; inputs made before the call are not counted.
+* **FLOPs** (:class:`torch.utils.flop_counter.FlopCounterMode`: matmuls, convolutions, attention);
+* **elements**: the output elements of EVERY op, elementwise and reductions included. That is a
+  floor of the work done, so a pairwise-distance kernel (``cdist``), an ``[N, N]`` elementwise
+  product or a chunked quadratic loop (each chunk small, the total quadratic) is caught;
+* **peak memory**: on CUDA ``torch.cuda.max_memory_allocated``; elsewhere the peak of live bytes
+  of every storage created during the call (:class:`LiveBytes`).
 
-The wall-time slope is reported in ``details`` but never asserted (machines are noisy).
+The fitted log-log slope of each of these must be <= :data:`MAX_SLOPE`. Counting is exact, so
+after two sizes a slope far above the limit stops the check (no 32768^2 intermediate is ever
+built). The tensor inputs must grow with ``n`` (an axis that does not grow proves nothing). A
+plugin's analytic ``ScalingAxis.cost`` is reported beside the counts, never instead of them; wall
+time is reported, not asserted (machines are noisy).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import weakref
@@ -33,10 +37,17 @@ from tabzoo.testing.checks._common import skipped
 
 MAX_SLOPE = 1.15
 FACTORS = (1, 2, 4, 8)
+MIN_N = 4096
+"""The smallest size the kit measures on any axis, whatever the plugin's ``base_n``."""
+EARLY_STOP_SLOPE = 1.6
+"""After two sizes, a counted slope above this ends the check as failed (counts are exact)."""
+MAX_PROJECTED_BYTES = 3 * 2**30
+"""Stop before a size whose projected peak memory exceeds this (a superlinear path, surely)."""
 
 
 class LiveBytes(TorchDispatchMode):
     """Tracks the bytes of tensor storages created inside the mode; ``peak`` is the maximum.
+    ``elements`` sums the output elements of every op (a floor of the work done).
 
     A storage counts while any tensor viewing it is alive (views share their base's storage).
     """
@@ -45,6 +56,8 @@ class LiveBytes(TorchDispatchMode):
         super().__init__()
         self.live = 0
         self.peak = 0
+        self.elements = 0
+        self.ops = 0
         self._refs: dict[int, list[Any]] = {}  # storage key -> [n alive tensors, nbytes]
 
     def _release(self, key: int) -> None:
@@ -58,7 +71,10 @@ class LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
+        self.ops += 1
         for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self.elements += t.numel()
             if not isinstance(t, torch.Tensor) or t.device.type == "meta":
                 continue
             try:
@@ -92,78 +108,116 @@ def _flops_of(value: Any) -> float:
     return float(getattr(value, "flops", value))
 
 
-def measure(case: ConformanceCase, axis: ScalingAxis, n: int, seed: int) -> dict[str, float]:
-    """FLOPs, peak bytes and seconds of one forward at size ``n``."""
+def _input_elements(inputs: Any) -> int:
+    return sum(t.numel() for t in tree_flatten(list(inputs))[0] if isinstance(t, torch.Tensor))
+
+
+def measure(case: ConformanceCase, axis: ScalingAxis, n: int, seed: int, model: Any = None,
+            warm: bool = True) -> dict[str, float]:
+    """Counted FLOPs, op output elements, peak bytes and seconds of one forward at size ``n``
+    (plus the plugin's declared cost when it gives one). ``model``: reuse this model (built when
+    ``None``); ``warm``: run (and time) a warm-up call first, else time the counted call."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = axis.make_model(n, seed) if axis.make_model is not None else case.build(seed)
-    if hasattr(model, "eval") and hasattr(model, "to"):
-        model = model.to(case.device).eval()
+    if model is None:
+        model = axis.make_model(n, seed) if axis.make_model is not None else case.build(seed)
+        if hasattr(model, "eval") and hasattr(model, "to"):
+            model = model.to(case.device).eval()
     inputs = axis.make_inputs(n, seed)
 
     def call() -> Any:
         with torch.no_grad():
             return case.call(model, *inputs)
 
-    call()  # warm-up: lazy initialisation and caches are not part of the cost
-    if axis.cost is not None:
-        flops = _flops_of(axis.cost(n))
-    else:
-        counter = FlopCounterMode(display=False)
-        with counter:
+    if warm:  # lazy initialisation, caches and the counters' own first use are not part of the counts
+        with FlopCounterMode(display=False), LiveBytes():
             call()
-        flops = float(counter.get_total_flops())
     cuda = str(case.device).startswith("cuda")
+    counter, tracker = FlopCounterMode(display=False), LiveBytes()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-        out = call()
-        torch.cuda.synchronize()
-        peak = float(torch.cuda.max_memory_allocated() - before)
-        del out
-    else:
-        tracker = LiveBytes()
-        with tracker:
-            out = call()
-        del out
-        peak = float(tracker.peak)
     start = time.perf_counter()
-    call()
-    if cuda:
-        torch.cuda.synchronize()
-    return {"n": n, "flops": flops, "peak_bytes": peak, "seconds": time.perf_counter() - start}
+    with counter, tracker:
+        out = call()
+    counted_seconds = time.perf_counter() - start  # includes the counting overhead
+    del out
+    peak = float(torch.cuda.max_memory_allocated() - before) if cuda else float(tracker.peak)
+    row = {"n": n, "flops": float(counter.get_total_flops()), "elements": float(tracker.elements),
+           "peak_bytes": peak, "seconds": counted_seconds, "input_elements": float(_input_elements(inputs))}
+    if axis.cost is not None:
+        row["declared_flops"] = _flops_of(axis.cost(n))
+    return row
 
 
 def check_linear_scaling(case: ConformanceCase, axis_capability: str, *, seed: int = 0) -> CheckResult:
-    """Assert FLOPs and peak-memory slopes <= 1.15 over ``n, 2n, 4n, 8n`` on one axis."""
+    """Counted FLOPs, op output elements and peak memory grow with fitted slope <= 1.15 over
+    ``n0, 2 n0, 4 n0, 8 n0`` (``n0 >= MIN_N``) on one axis."""
     check = axis_capability
     axis = case.scaling_axes.get(axis_capability) or default_axis(case, axis_capability)
     if axis is None:
         return skipped(check, case, f"the case declares {axis_capability} but gives no scaling_axes[{axis_capability!r}]")
-    ns = [axis.base_n * f for f in FACTORS]
-    rows = [measure(case, axis, n, seed) for n in ns]
-    slopes = {k: fitted_slope(ns, [r[k] for r in rows]) for k in ("flops", "peak_bytes", "seconds")}
-    details = {"sizes": ns, "measurements": rows, "slopes": slopes, "memory_method":
-               "cuda.max_memory_allocated" if str(case.device).startswith("cuda") else "LiveBytes dispatch mode"}
-    if all(r["flops"] == 0 for r in rows):
-        details["note"] = "no FLOPs counted (no matmul-like ops); only memory is asserted"
-        slopes_checked = {"peak_bytes": slopes["peak_bytes"]}
-    else:
-        slopes_checked = {"flops": slopes["flops"], "peak_bytes": slopes["peak_bytes"]}
-    worst_key = max(slopes_checked, key=lambda k: slopes_checked[k])
-    worst = slopes_checked[worst_key]
+    n0 = max(int(axis.base_n), MIN_N)
+    ns = [n0 * f for f in FACTORS]
     axis_name = cap.SCALING_AXES[axis_capability]
+    rows: list[dict[str, float]] = []
+    shared: Any = None
+    stopped = ""
+    asserted = ("flops", "elements", "peak_bytes")
+    for n in ns:
+        if len(rows) >= 2:
+            early = {k: fitted_slope([int(r["n"]) for r in rows], [r[k] for r in rows]) for k in asserted}
+            over = {k: v for k, v in early.items() if v > EARLY_STOP_SLOPE and rows[-1][k] > 0}
+            projected = rows[-1]["peak_bytes"] * (n / rows[-1]["n"]) ** max(early["peak_bytes"], 1.0)
+            if over:
+                stopped = f"stopped after n={[int(r['n']) for r in rows]}: {', '.join(over)} already superlinear"
+                break
+            if projected > MAX_PROJECTED_BYTES:
+                stopped = f"stopped before n={n}: projected peak memory {projected / 2**30:.1f} GiB"
+                break
+        if shared is None and axis.make_model is None:
+            shared = case.build(seed)
+            if hasattr(shared, "eval") and hasattr(shared, "to"):
+                shared = shared.to(case.device).eval()
+            rows.append(measure(case, axis, n, seed, model=shared, warm=True))
+            continue
+        rows.append(measure(case, axis, n, seed, model=shared, warm=shared is None))
+    measured = [int(r["n"]) for r in rows]
+    keys = ("flops", "elements", "peak_bytes", "seconds", "input_elements") + (
+        ("declared_flops",) if axis.cost is not None else ())
+    slopes = {k: fitted_slope(measured, [r[k] for r in rows]) for k in keys}
+    details: dict[str, Any] = {
+        "sizes": measured, "planned_sizes": ns, "min_n": MIN_N, "measurements": rows, "slopes": slopes,
+        "memory_method": "cuda.max_memory_allocated" if str(case.device).startswith("cuda") else "LiveBytes dispatch mode",
+        "declared_cost": "reported beside the counts, not asserted" if axis.cost is not None else None,
+    }
+    if stopped:
+        details["note"] = stopped
+    repro = {"seed": seed, "model_seed": seed, "sizes": measured, "axis": axis_name}
+    repro["replay"] = json.dumps({"check": check, "model_seed": seed, "sizes": measured}, sort_keys=True,
+                                 separators=(",", ":"))
     summary = ", ".join(f"{k} slope {v:.3f}" for k, v in slopes.items())
-    if not worst <= MAX_SLOPE:
+    if slopes["input_elements"] < 0.9:
+        return CheckResult(check, case.name, "failed", slopes["input_elements"], 0.9, repro,
+                           f"{check} not shown: the inputs of scaling_axes[{check!r}] do not grow with n (input "
+                           f"elements slope {slopes['input_elements']:.3f} < 0.9); make_inputs(n, seed) must put n on "
+                           f"the {axis_name} axis.", details)
+    checked = {k: slopes[k] for k in asserted if any(r[k] > 0 for r in rows)}
+    worst_key = max(checked, key=lambda k: checked[k])
+    worst = checked[worst_key]
+    if stopped or not worst <= MAX_SLOPE:
         return CheckResult(
-            check, case.name, "failed", worst, MAX_SLOPE, {"seed": seed, "sizes": ns, "axis": axis_name},
-            f"{check} violated: {worst_key} grows with fitted log-log slope {worst:.3f} > {MAX_SLOPE} "
-            f"in the {axis_name} over n={ns} ({summary}; wall time not asserted).",
+            check, case.name, "failed", worst, MAX_SLOPE, repro,
+            f"{check} violated: counted {worst_key} grows with fitted log-log slope {worst:.3f} > {MAX_SLOPE} "
+            f"in the {axis_name} over n={measured}{' (' + stopped + ')' if stopped else ''} ({summary}; "
+            "wall time not asserted).",
             details,
         )
-    return CheckResult(check, case.name, "passed", worst, MAX_SLOPE, {"seed": seed, "sizes": ns, "axis": axis_name},
-                       f"{summary} (wall time reported, not asserted)", details)
+    if axis.cost is not None and slopes["declared_flops"] + 0.1 < slopes["flops"]:
+        details["declared_note"] = "the declared cost grows more slowly than the counted FLOPs"
+    return CheckResult(check, case.name, "passed", worst, MAX_SLOPE, repro,
+                       f"{summary} at n={measured} (counted by the kit; wall time reported, not asserted)", details)
 
 
 def default_axis(case: ConformanceCase, axis_capability: str) -> ScalingAxis | None:
@@ -180,14 +234,15 @@ def default_axis(case: ConformanceCase, axis_capability: str) -> ScalingAxis | N
             y = torch.randn(1, n, generator=g)
         return x, y.to(case.device), nc
 
-    return ScalingAxis(make_inputs=make_inputs, base_n=64)
+    return ScalingAxis(make_inputs=make_inputs, base_n=MIN_N)
 
 
 def make_scaling_check(axis_capability: str) -> Callable[..., CheckResult]:
     """``check_<axis capability>(case, *, seed, max_examples)`` for one axis."""
 
-    def check(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10) -> CheckResult:
-        return check_linear_scaling(case, axis_capability, seed=seed)
+    def check(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
+              replay: dict[str, Any] | None = None) -> CheckResult:
+        return check_linear_scaling(case, axis_capability, seed=int((replay or {}).get("model_seed", seed)))
 
     check.__name__ = f"check_{axis_capability}"
     check.__doc__ = f"Linear scaling in the {cap.SCALING_AXES[axis_capability]} axis (see :func:`check_linear_scaling`)."
