@@ -26,10 +26,11 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
-from tabzoo_ramba.api import predict_seeds
+from tabzoo_ramba.api import predict_seeds, sequences_for
 from tabzoo_ramba.model import RambaModel
 from tabzoo_ramba.sampling import SamplerConfig
-from tabzoo_ramba.serialize import TargetSpec
+from tabzoo_ramba.serialize import TargetSpec, collate
+from tabzoo_ramba.text import default_encoder
 
 __all__ = ["CAPABILITIES", "CONFIG", "make_case", "make_nycflights_case", "shop_database", "forward", "make_model"]
 
@@ -92,11 +93,15 @@ def shop_database(seed: int, n_customers: int = 6, n_products: int = 4, n_orders
     return db, [("orders", int(1000 + i), otime[i]) for i in picks]
 
 
-def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]], sampler: SamplerConfig | None = None,
-            target: TargetSpec = SHOP_TARGET) -> torch.Tensor:
-    """The protocol forward: the target head output ``[n_seeds]``, statistics at each seed's time."""
+def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]] | None = None,
+            sampler: SamplerConfig | None = None, target: TargetSpec = SHOP_TARGET) -> torch.Tensor:
+    """The protocol forward: the target head output ``[n_seeds]``, statistics at each seed's time.
+    ``forward(model, batch)`` with an already collated batch (the sequence-scaling axis) runs the
+    model alone."""
     from tabzoo.table import RelationalDatabase
 
+    if seeds is None and isinstance(db, dict) and {"kind", "row", "edges", "target_pos"} <= set(db):
+        return model.predict_target(db)
     if not isinstance(db, RelationalDatabase):
         raise TabzooInputError(f"db must be a tabzoo RelationalDatabase, got {type(db).__name__}; build one with "
                                "RelationalDatabase.from_sqlite / from_dataframes")
@@ -104,8 +109,8 @@ def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]], sampl
 
 
 def _sequence_inputs(n_tokens: int, seed: int) -> tuple[Any, ...]:
-    """One customer with ``n_tokens / 5`` orders in the window: a serialized sequence of about
-    ``n_tokens`` tokens (4 cells per order plus SEP tokens and the customer's cells)."""
+    """One customer with ``n_tokens / 5`` orders in the window, sampled and serialized into a
+    collated batch of about ``0.8 n_tokens`` tokens (4 cells per order, SEP tokens, the customer)."""
     from tabzoo.table import ForeignKey, RelationalDatabase, Table
 
     n = max(2, n_tokens // 5)
@@ -120,7 +125,8 @@ def _sequence_inputs(n_tokens: int, seed: int) -> tuple[Any, ...]:
                             foreign_keys=[ForeignKey("orders", "customer_id", "customers")],
                             time_columns={"customers": "joined", "orders": "time"})
     sampler = SamplerConfig(n_child=n, max_expansions=2, max_rows=n + 2)
-    return db, [("orders", n - 1, t[-1])], sampler
+    seqs = sequences_for(db, [("orders", n - 1, t[-1])], SHOP_TARGET, lookback_s=LOOKBACK_S, sampler=sampler)
+    return (collate(seqs, default_encoder("hashing")),)
 
 
 def _bad_inputs(model: Any) -> Iterable[tuple[str, Callable[[], Any]]]:
