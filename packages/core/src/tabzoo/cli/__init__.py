@@ -32,7 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for path in command_modules():
         import_module(path).add_parser(sub)
+    _plugin_commands(sub)
     return parser
+
+
+def _plugin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Subcommands from plugins: entry points in the ``tabzoo.cli`` group name modules with
+    ``add_parser(subparsers)`` (e.g. ``tabzoo ramba``). A broken one is logged and skipped."""
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group="tabzoo.cli"), key=lambda e: e.name):
+        if ep.name in sub.choices:
+            logging.getLogger(__name__).warning("plugin command %r clashes with a core command; skipped", ep.name)
+            continue
+        try:
+            ep.load().add_parser(sub)
+        except Exception as exc:  # a plugin must not break the core CLI
+            logging.getLogger(__name__).warning("plugin command %r could not load: %s", ep.name, exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

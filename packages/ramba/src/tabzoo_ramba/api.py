@@ -1,0 +1,159 @@
+"""Task-level API: :class:`Ramba` with ``fit`` / ``predict`` / ``evaluate``, and the protocol
+forward :func:`predict_seeds` that the conformance kit calls.
+
+Example::
+
+    from tabzoo_ramba import Ramba, load_nycflights13, DELAYED, temporal_split
+    db = load_nycflights13("nyc.sqlite")
+    split = temporal_split(db, DELAYED, "2013-01-05", "2013-01-06")
+    model = Ramba(config={"preset": "tiny"}).fit(db, DELAYED, split, steps=200)
+    model.evaluate(db, split["test"])      # {"metric": "roc_auc", "value": ...}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from tabzoo.errors import TabzooInputError
+
+from tabzoo_ramba.data import RelationalTask, Seed, Split, to_seconds
+from tabzoo_ramba.model import RambaModel
+from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, sample_subgraph
+from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
+from tabzoo_ramba.serialize import Sequence as Seq
+from tabzoo_ramba.text import default_encoder
+from tabzoo_ramba.train import finetune, r2_score, roc_auc
+
+__all__ = ["Ramba", "predict_seeds", "sequences_for"]
+
+
+def _check_seeds(db: Any, seeds: Sequence[Seed]) -> None:
+    if not isinstance(seeds, (list, tuple)) or not seeds:
+        raise TabzooInputError("seeds must be a non-empty list of (table, primary key, timestamp)")
+    for s in seeds:
+        if not isinstance(s, (list, tuple)) or len(s) != 3:
+            raise TabzooInputError(f"seed {s!r} is not (table, primary key, timestamp)")
+        if s[0] not in db:
+            raise TabzooInputError(f"seed table {s[0]!r} is not in the database {list(db.table_names)}")
+        try:
+            t = np.datetime64(s[2])
+        except (TypeError, ValueError):
+            raise TabzooInputError(f"seed timestamp {s[2]!r} is not a datetime; pass numpy.datetime64") from None
+        if np.isnat(t):
+            raise TabzooInputError(f"seed {s!r} has no timestamp (NaT); give the time to predict at")
+
+
+def sequences_for(db: Any, seeds: Sequence[Seed], target: TargetSpec, *, lookback_s: float,
+                  sampler: SamplerConfig, stats: ColumnStats | None = None) -> list[Seq]:
+    """Serialized subgraphs of ``seeds``. ``stats=None``: statistics fitted at each seed's own
+    time (strictly causal for any seed); else the given (e.g. train-cutoff) statistics."""
+    _check_seeds(db, seeds)
+    if target.table is not None and target.table not in db:
+        raise TabzooInputError(f"target table {target.table!r} is not in the database")
+    if target.table is not None and target.column not in db.table(target.table):
+        raise TabzooInputError(f"target column {target.column!r} is not in table {target.table!r}")
+    idx = graph_index(db)
+    cache: dict[int, ColumnStats] = {}
+    out = []
+    for table, key, t in seeds:
+        sub = sample_subgraph(idx, table, key, t, lookback_s=lookback_s, config=sampler)
+        st = stats
+        if st is None:
+            ts = int(to_seconds(np.datetime64(t)))
+            st = cache.get(ts) or cache.setdefault(ts, ColumnStats.fit(db, idx, ts, target))
+        out.append(serialize(db, idx, sub, st, target))
+    return out
+
+
+def predict_seeds(model: RambaModel, db: Any, seeds: Sequence[Seed], target: TargetSpec, *,
+                  lookback_s: float = 30 * 86400.0, sampler: SamplerConfig = DEFAULT_SAMPLER,
+                  stats: ColumnStats | None = None, batch_size: int = 32, encoder: Any = None) -> torch.Tensor:
+    """Raw head output at each seed's target cell ``[n_seeds]`` (a logit, or z-units)."""
+    encoder = encoder or default_encoder(model.cfg.text_encoder)
+    seqs = sequences_for(db, seeds, target, lookback_s=lookback_s, sampler=sampler, stats=stats)
+    outs = []
+    for i in range(0, len(seqs), batch_size):
+        outs.append(model.predict_target(collate(seqs[i:i + batch_size], encoder)))
+    return torch.cat(outs)
+
+
+class Ramba:
+    """A Ramba model bound to one task: fine-tune, predict, evaluate.
+
+    :param model: a (pretrained) :class:`RambaModel`; default a fresh one from ``config``.
+    :param sampler: the subgraph budget.
+    """
+
+    def __init__(self, model: RambaModel | None = None, *, config: dict[str, Any] | None = None,
+                 sampler: SamplerConfig = DEFAULT_SAMPLER, seed: int = 0, progress: bool = True) -> None:
+        if model is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                model = RambaModel(config)
+        self.model = model.eval()
+        self.sampler, self.seed, self.progress = sampler, seed, progress
+        self.encoder = default_encoder(model.cfg.text_encoder)
+        self.task: RelationalTask | None = None
+        self.stats: ColumnStats | None = None
+
+    def _target(self, task: RelationalTask) -> TargetSpec:
+        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden)
+
+    def bind(self, db: Any, task: RelationalTask, cutoff: Any) -> Ramba:
+        """Use ``task`` with normalisation statistics from data before ``cutoff`` (no training:
+        the zero-shot path)."""
+        task.validate(db)
+        self.task = task
+        self.stats = ColumnStats.fit(db, graph_index(db), int(to_seconds(np.datetime64(cutoff))), self._target(task))
+        return self
+
+    def _seqs(self, db: Any, seeds: Sequence[Seed]) -> list[Seq]:
+        if self.task is None or self.stats is None:
+            raise TabzooInputError("the model is not bound to a task: call fit(...) or bind(...) first")
+        return sequences_for(db, seeds, self._target(self.task), lookback_s=self.task.lookback_s,
+                             sampler=self.sampler, stats=self.stats)
+
+    def _predict_seqs(self, seqs: Sequence[Seq]) -> np.ndarray:
+        assert self.task is not None and self.stats is not None
+        outs = []
+        with torch.no_grad():
+            for i in range(0, len(seqs), 32):
+                outs.append(self.model.predict_target(collate(list(seqs[i:i + 32]), self.encoder)))
+        raw = torch.cat(outs).double().numpy()
+        if self.task.kind == "classification":
+            return 1.0 / (1.0 + np.exp(-raw))
+        mu, sd = self.stats.get(self.task.entity_table, self.task.target)
+        return raw * sd + mu
+
+    def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
+            lr: float = 1e-3, eval_every: int = 50) -> Ramba:
+        """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
+        come from data before the first val seed (or the last train seed)."""
+        train, val = split["train"], split.get("val")
+        if len(train) == 0:
+            raise TabzooInputError("the train split is empty; choose a later val_start")
+        cutoff = val.seeds[0][2] if val is not None and len(val) else train.seeds[-1][2]
+        self.bind(db, task, cutoff)
+        tr = self._seqs(db, train.seeds)
+        va = self._seqs(db, val.seeds) if val is not None and len(val) else None
+        mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
+        finetune(self.model, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
+                 steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=self.seed,
+                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs)
+        return self
+
+    def predict(self, db: Any, seeds: Sequence[Seed]) -> np.ndarray:
+        """Probabilities (classification) or values (regression) ``[n_seeds]``."""
+        return self._predict_seqs(self._seqs(db, seeds))
+
+    def evaluate(self, db: Any, split: Split) -> dict[str, Any]:
+        """``{"metric": "roc_auc" | "r2", "value", "n"}`` on ``split``."""
+        if self.task is None:
+            raise TabzooInputError("call fit(...) or bind(...) before evaluate")
+        p = self.predict(db, split.seeds)
+        if self.task.kind == "classification":
+            return {"metric": "roc_auc", "value": roc_auc(split.y, p), "n": len(split)}
+        return {"metric": "r2", "value": r2_score(split.y, p), "n": len(split)}

@@ -1,0 +1,196 @@
+"""Ramba's layers: schema-gated bidirectional selective SSM and sparse structural attention.
+
+* :class:`GatedBiSSM` (paper §4.3, App. C.3): Mamba-style block per direction (depthwise conv,
+  input-dependent ``delta, B, C``), with ``delta`` multiplied by the schema gate
+  ``g = sigmoid(w . GELU(W [s_curr; s_tgt]) + b)``; the recurrence runs through
+  ``tabzoo.kernels.selective_scan`` (forward and ``reverse=True``), the two directions are merged
+  by a linear layer. Padding has ``g = 0`` and ``x = 0``, so the state passes through it unchanged.
+* :class:`StructuralAttention` (§4.4, App. C.4): softmax attention restricted to the cells of one
+  row (intra-entity) or to the cells of the rows linked by a foreign key (relational, both
+  directions). Two exact implementations: ``"gather"`` (default; packs each row's queries and its
+  allowed keys, cost O(rows x cells x neighbour cells), linear in L) and ``"masked"`` (the same
+  masks as :mod:`tabzoo.masks` objects through ``tabzoo.kernels.masked_attention``, which picks
+  the block-sparse flex_attention backend where it is supported, e.g. on GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from tabzoo.kernels import masked_attention, selective_scan
+from torch import nn
+
+__all__ = ["RMSNorm", "GatedBiSSM", "StructuralAttention", "row_structure"]
+
+
+class RMSNorm(nn.Module):
+    """RMS normalisation over the last dim with a learned gain."""
+
+    def __init__(self, d: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class _Direction(nn.Module):
+    def __init__(self, d_inner: int, d_state: int, d_conv: int, dt_rank: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(d_inner, d_inner, d_conv, groups=d_inner, padding=d_conv - 1)
+        self.x_proj = nn.Linear(d_inner, dt_rank + 2 * d_state, bias=False)
+        self.dt_proj = nn.Linear(dt_rank, d_inner)
+        a = torch.arange(1, d_state + 1, dtype=torch.float32).repeat(d_inner, 1)
+        self.A_log = nn.Parameter(torch.log(a))
+        self.D = nn.Parameter(torch.ones(d_inner))
+        dt = torch.exp(torch.rand(d_inner) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1
+        self.dt_rank, self.d_state = dt_rank, d_state
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool) -> torch.Tensor:
+        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]`` -> ``[B, L, E]``."""
+        length = x.shape[1]
+        xc = x.flip(1) if reverse else x
+        xc = self.conv(xc.transpose(1, 2))[..., :length].transpose(1, 2)
+        xc = xc.flip(1) if reverse else xc
+        xc = F.silu(xc) * (gate > 0).to(x.dtype)
+        dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
+        delta = F.softplus(self.dt_proj(dt)) * gate
+        return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
+
+
+class GatedBiSSM(nn.Module):
+    """Schema-dynamic-gated bidirectional selective SSM, ``[B, L, D] -> [B, L, D]``."""
+
+    def __init__(self, d_model: int, d_state: int, d_conv: int, expand: int, d_text: int, d_gate: int) -> None:
+        super().__init__()
+        e = expand * d_model
+        self.in_proj = nn.Linear(d_model, 2 * e)
+        dt_rank = max(1, math.ceil(d_model / 16))
+        self.fwd = _Direction(e, d_state, d_conv, dt_rank)
+        self.bwd = _Direction(e, d_state, d_conv, dt_rank)
+        self.gate_in = nn.Linear(2 * d_text, d_gate)
+        self.gate_out = nn.Linear(d_gate, 1)
+        nn.init.constant_(self.gate_out.bias, 2.0)  # gates start mostly open
+        self.merge = nn.Linear(2 * e, d_model)
+
+    def gate(self, s_curr: torch.Tensor, s_tgt: torch.Tensor) -> torch.Tensor:
+        """Schema gate per column: ``s_curr [K, d_text]``, ``s_tgt [K, d_text]`` -> ``[K]`` in (0, 1)."""
+        return torch.sigmoid(self.gate_out(F.gelu(self.gate_in(torch.cat([s_curr, s_tgt], -1))))).squeeze(-1)
+
+    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """``h [B, L, D]``, ``gate [B, L]`` (0 on padding), ``pad [B, L]`` -> ``[B, L, D]``."""
+        x, z = self.in_proj(h).chunk(2, dim=-1)
+        x = x.masked_fill(pad[..., None], 0.0)
+        g = gate[..., None]
+        yf = self.fwd(x, g, reverse=False)
+        yb = self.bwd(x, g, reverse=True)
+        sz = F.silu(z)
+        return self.merge(torch.cat([yf * sz, yb * sz], dim=-1))
+
+
+def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_rows: int) -> dict[str, torch.Tensor]:
+    """Index tensors of the gather path.
+
+    :param row: ``[B, L]`` batch-global row id per token (-1 for SEP and padding).
+    :param edges: ``[E, 2]`` (child row, parent row).
+    :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad) and
+        ``rel_keys [R, Mmax]`` flat token ids of the cells of each row's FK neighbours (both
+        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first).
+    """
+    flat = row.reshape(-1)
+    dev = flat.device
+    idx = torch.nonzero(flat >= 0).squeeze(-1)
+    r = flat[idx]
+    order = torch.argsort(r * flat.numel() + idx)
+    idx, r = idx[order], r[order]
+    counts = torch.bincount(r, minlength=n_rows)
+    starts = torch.cumsum(counts, 0) - counts
+    kmax = int(counts.max()) if n_rows else 0
+    row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
+    row_tok[r, torch.arange(len(r), device=dev) - starts[r]] = idx
+    if edges.numel():
+        pairs = torch.unique(torch.cat([edges, edges.flip(1)], 0), dim=0)  # sorted by (a, b)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    else:
+        pairs = torch.zeros(0, 2, dtype=torch.long, device=dev)
+    if len(pairs):
+        a = pairs[:, 0]
+        na = torch.bincount(a, minlength=n_rows)
+        rank = torch.arange(len(a), device=dev) - (torch.cumsum(na, 0) - na)[a]
+        pairs = pairs[rank < max_rel_rows]
+    a, b = pairs[:, 0], pairs[:, 1]
+    cnt = counts[b]
+    total = int(cnt.sum())
+    if total == 0:
+        return {"row_tok": row_tok, "rel_keys": torch.full((n_rows, 1), -1, dtype=torch.long, device=dev),
+                "pairs": pairs}
+    pid = torch.repeat_interleave(torch.arange(len(a), device=dev), cnt)
+    within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
+    key_tok = row_tok[b[pid], within]
+    owner = a[pid]
+    oc = torch.bincount(owner, minlength=n_rows)
+    slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
+    rel_keys = torch.full((n_rows, int(oc.max())), -1, dtype=torch.long, device=dev)
+    rel_keys[owner, slot] = key_tok
+    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs}
+
+
+class StructuralAttention(nn.Module):
+    """Multi-head attention under the intra-entity or relational mask (pre-norm outside)."""
+
+    def __init__(self, d_model: int, n_heads: int, kind: str) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model {d_model} must be divisible by n_heads {n_heads}")
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.h, self.kind = n_heads, kind
+
+    def forward(self, x: torch.Tensor, struct: dict[str, Any], impl: str = "gather") -> torch.Tensor:
+        """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
+        bsz, length, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        dh = d // self.h
+        if impl == "masked":
+            o = self._masked(q, k, v, struct)
+        else:
+            qf, kf, vf = (t.reshape(bsz * length, self.h, dh) for t in (q, k, v))
+            row_tok = struct["row_tok"]
+            keys = row_tok if self.kind == "intra" else struct["rel_keys"]
+            qi, ki = row_tok.clamp(min=0), keys.clamp(min=0)
+            qq = qf[qi].transpose(1, 2)  # [R, H, Kmax, dh]
+            kk, vv = kf[ki].transpose(1, 2), vf[ki].transpose(1, 2)
+            allowed = (keys >= 0)[:, None, None, :]
+            oo = masked_attention(qq, kk, vv, allowed).transpose(1, 2)  # [R, Kmax, H, dh]
+            o = torch.zeros(bsz * length, self.h, dh, dtype=x.dtype, device=x.device)
+            valid = row_tok >= 0
+            o = o.index_put((row_tok[valid],), oo[valid])
+            o = o.reshape(bsz, length, d)
+        return self.out(o)
+
+    def _masked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
+        from tabzoo.masks import edges as edge_mask
+        from tabzoo.masks import same_group
+
+        bsz, length, d = q.shape
+        dh = d // self.h
+        outs = []
+        for i in range(bsz):
+            ids = struct["row"][i].clone()
+            cell = ids >= 0
+            ids[~cell] = -1 - torch.arange(length, device=ids.device)[~cell]  # SEP / pad: own group
+            if self.kind == "intra":
+                mask = same_group(ids)
+            else:
+                e = struct["pairs"]  # both directions, already capped
+                mask = edge_mask(e[:, 0], e[:, 1], group_ids=ids)
+            qi, ki, vi = (t[i].reshape(length, self.h, dh).transpose(0, 1)[None] for t in (q, k, v))
+            oi = masked_attention(qi, ki, vi, mask)[0].transpose(0, 1).reshape(length, d)
+            outs.append(oi * cell[:, None].to(oi.dtype))
+        return torch.stack(outs)

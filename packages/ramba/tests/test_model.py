@@ -1,0 +1,162 @@
+"""The model: exact equivalence of the gather and tabzoo.masks attention paths, batch/padding
+independence, masked values never read, the schema gate scaling delta, and the losses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from tabzoo.errors import TabzooInputError
+from tabzoo_ramba.api import sequences_for
+from tabzoo_ramba.conformance import LOOKBACK_S, SHOP_TARGET, shop_database
+from tabzoo_ramba.layers import GatedBiSSM, row_structure
+from tabzoo_ramba.model import RambaModel, make_config
+from tabzoo_ramba.sampling import SamplerConfig
+from tabzoo_ramba.serialize import collate
+from tabzoo_ramba.text import default_encoder
+
+ENC = default_encoder("hashing")
+
+
+def _model(seed: int = 0, **over) -> RambaModel:
+    torch.manual_seed(seed)
+    return RambaModel({"preset": "tiny", "text_encoder": "hashing", **over}).eval()
+
+
+def _seqs(seed: int, mask_rate: float = 0.0):
+    db, seeds = shop_database(seed)
+    return sequences_for(db, seeds, SHOP_TARGET, lookback_s=LOOKBACK_S, sampler=SamplerConfig(n_child=5, max_rows=30))
+
+
+@given(seed=st.integers(0, 1000))
+def test_gather_path_equals_tabzoo_masks_path(seed: int) -> None:
+    batch = collate(_seqs(seed), ENC)
+    gather = _model(seed, attention="gather")
+    masked = _model(seed, attention="masked")
+    masked.load_state_dict(gather.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(masked(batch), gather(batch), rtol=1e-4, atol=1e-5)
+
+
+def test_row_structure_matches_the_masks() -> None:
+    from tabzoo.masks import edges, same_group
+
+    batch = collate(_seqs(1), ENC)
+    st_ = row_structure(batch["row"], batch["edges"], batch["n_rows"], max_rel_rows=10**6)
+    row = batch["row"][0]
+    ids = row.clone()
+    ids[row < 0] = -1 - torch.nonzero(row < 0).squeeze(-1)
+    n = len(row)
+    intra = same_group(ids).materialize(n, n) & (row >= 0)[:, None]
+    rel = edges(st_["pairs"][:, 0], st_["pairs"][:, 1], group_ids=ids).materialize(n, n)
+    for mask, keys in ((intra, st_["row_tok"]), (rel, st_["rel_keys"])):
+        dense = torch.zeros(n, n, dtype=torch.bool)
+        for r in range(st_["row_tok"].shape[0]):
+            q = st_["row_tok"][r][(st_["row_tok"][r] >= 0) & (st_["row_tok"][r] < n)]
+            k = keys[r][(keys[r] >= 0) & (keys[r] < n)]
+            dense[q[:, None], k[None, :]] = True
+        assert torch.equal(dense, mask)
+
+
+def test_prediction_does_not_depend_on_the_rest_of_the_batch() -> None:
+    seqs = _seqs(2) + _seqs(3)
+    model = _model(1)
+    with torch.no_grad():
+        together = model.predict_target(collate(seqs, ENC))
+        alone = torch.cat([model.predict_target(collate([s], ENC)) for s in seqs])
+    torch.testing.assert_close(together, alone, rtol=1e-4, atol=1e-5)
+
+
+def test_masked_and_missing_values_are_never_read() -> None:
+    batch = collate(_seqs(4), ENC)
+    model = _model(2)
+    val = batch["val"].clone()
+    hide = batch["state"] != 0
+    val[hide] = 123.0
+    with torch.no_grad():
+        torch.testing.assert_close(model({**batch, "val": val}), model(batch), rtol=0, atol=0)
+
+
+def test_gate_scales_delta_of_the_scan(monkeypatch) -> None:
+    """delta = softplus(W x + b) * g (eq. 29), for both scan directions; g = 0 passes the state."""
+    import tabzoo_ramba.layers as layers
+
+    seen: list[tuple[torch.Tensor, bool]] = []
+    real = layers.selective_scan
+
+    def spy(x, delta, A, B, C, D=None, reverse=False):
+        seen.append((delta.detach().clone(), reverse))
+        return real(x, delta, A, B, C, D, reverse=reverse)
+
+    monkeypatch.setattr(layers, "selective_scan", spy)
+    torch.manual_seed(0)
+    ssm = GatedBiSSM(8, 4, 4, 2, 16, 8)
+    h, pad = torch.randn(1, 12, 8), torch.zeros(1, 12, dtype=torch.bool)
+    g = torch.rand(1, 12) * 0.9 + 0.05
+    with torch.no_grad():
+        ssm(h, torch.ones(1, 12), pad)
+        ssm(h, g, pad)
+    (d1, r1), (d1b, r1b), (dg, _), (dgb, _) = seen
+    assert (r1, r1b) == (False, True)
+    torch.testing.assert_close(dg, d1 * g[..., None])
+    torch.testing.assert_close(dgb, d1b * g[..., None])
+    # a zero gate makes the recurrence an identity: the state after the span equals the state before
+    x = torch.randn(1, 6, 3)
+    A = -torch.rand(3, 2) - 0.1
+    Bm, Cm = torch.randn(1, 6, 2), torch.randn(1, 6, 2)
+    delta = torch.rand(1, 6, 3)
+    delta[0, 2:4] = 0.0
+    y = real(x, delta, A, Bm, Cm)
+    x2 = x.clone()
+    x2[0, 2:4] += 7.0
+    torch.testing.assert_close(real(x2, delta, A, Bm, Cm)[0, 4:], y[0, 4:])
+
+
+def test_gate_uses_schema_and_target() -> None:
+    model = _model(3)
+    batch = collate(_seqs(5), ENC)
+    g = model.gates(batch)[0]
+    assert g.shape == batch["kind"].shape and ((g > 0) & (g < 1))[~batch["pad"]].all()
+    cols = batch["col"][0][~batch["pad"][0]]
+    gg = g[0][~batch["pad"][0]]
+    for c in cols.unique():  # one gate per column (schema only, not values)
+        assert torch.allclose(gg[cols == c], gg[cols == c][0])
+
+
+def test_scan_goes_through_the_kernel_registry() -> None:
+    from tabzoo.kernels import use
+
+    batch = collate(_seqs(6), ENC)
+    model = _model(4)
+    with torch.no_grad():
+        fast = model(batch)
+        with use("reference"):
+            ref = model(batch)
+    torch.testing.assert_close(fast, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_mlm_loss_and_gradients() -> None:
+    from tabzoo_ramba.train import mlm_sequences
+
+    db, _ = shop_database(7)
+    seqs = mlm_sequences(db, 4, np.random.default_rng(0), SamplerConfig(n_child=5, max_rows=30))
+    assert all(len(s.mlm) for s in seqs)
+    batch = collate(seqs, ENC)
+    model = _model(5).train()
+    loss, parts = model.mlm_loss(batch)
+    assert torch.isfinite(loss) and set(parts) <= {"huber", "bce", "ce"} and parts
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(TabzooInputError, match="unknown Ramba config"):
+        make_config({"width": 3})
+    with pytest.raises(TabzooInputError, match="preset"):
+        make_config({"preset": "huge"})
+    with pytest.raises(TabzooInputError, match="divisible"):
+        make_config({"d_model": 30, "n_heads": 4})
+    assert make_config({"preset": "paper"}).n_layers == 12
