@@ -173,10 +173,10 @@ def feature_scaling(features: tuple[int, ...], rows: int, gflops: float) -> dict
         entry: dict[str, Any] = {"m": m, "scale1_tokens": L}
         for kernel in ("banded", "sdpa"):
             with torch.no_grad(), K.use(kernel):
-                t = best_time(lambda: model.rows(e), repeats=3)
-                pk = _peak_bytes(lambda: model.rows(e))
-                ta = best_time(lambda: K.masked_attention(q, q, q, mask=mask), repeats=3)
-                pa = _peak_bytes(lambda: K.masked_attention(q, q, q, mask=mask))
+                t = best_time(lambda e=e: model.rows(e), repeats=3)
+                pk = _peak_bytes(lambda e=e: model.rows(e))
+                ta = best_time(lambda q=q: K.masked_attention(q, q, q, mask=mask), repeats=3)
+                pa = _peak_bytes(lambda q=q: K.masked_attention(q, q, q, mask=mask))
             path[kernel]["seconds"].append(t)
             path[kernel]["peak_bytes"].append(pk)
             attn[kernel]["seconds"].append(ta)
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ckpt_meta(load: Any) -> dict[str, Any]:
-    from tabzoo_orion_msp.estimators import DEFAULT_CHECKPOINT, _CKPT_DIR
+    from tabzoo_orion_msp.estimators import _CKPT_DIR, DEFAULT_CHECKPOINT
 
     meta = json.loads((_CKPT_DIR / f"{DEFAULT_CHECKPOINT}.json").read_text())
     extra = meta.get("extra", {})
