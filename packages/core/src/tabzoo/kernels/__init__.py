@@ -7,6 +7,7 @@ dispatches to the best available backend that supports its inputs; ``use(name)``
 var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.registry` for the exact rules).
 """
 
+from tabzoo.kernels import banded as _banded  # noqa: E402, F401  (masked_attention/banded)
 from tabzoo.kernels.attention import masked_attention  # noqa: E402  (registers its backends)
 from tabzoo.kernels.linear_attention import linear_attention  # noqa: E402
 from tabzoo.kernels.linear_state import linear_attention_read, linear_attention_state  # noqa: E402

@@ -1,0 +1,171 @@
+"""scikit-learn estimator :class:`OrionMSPClassifier`, built on :mod:`tabzoo.estimators`.
+
+From the core it takes preprocessing (ordinal categoricals, missing values, robust scaling, soft
+clipping, all fitted on the training rows), ensembling over feature shuffles and class shifts, query
+chunking, device selection and pickle-free save/load. What ORION-MSP adds:
+
+* **weights**: the checkpoint shipped as package data (``orion-msp-small``) loads by default, offline;
+  ``checkpoint=`` also takes a path stem of a ``.safetensors`` + ``.json`` pair;
+* **temperature**: each member's logits are divided by ``softmax_temperature`` (0.9, appendix B.3.4),
+  the members' log-probabilities averaged (the authors average logits), then normalised;
+* **many classes**: beyond the head's ``C_max`` the classes are split into balanced contiguous
+  groups, recursively, and ``p(c) = p(group) p(c | group)`` (appendix A.6;
+  :mod:`tabzoo.estimators.hierarchy`);
+* **wide tables**: beyond the model's ``max_features`` each member sees a random feature subset
+  (the core's ensembling); the seeds come from ``random_state``.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tabzoo.errors import CheckpointError
+from tabzoo.estimators import InContextClassifier
+from tabzoo.estimators.hierarchy import hierarchical_proba
+from tabzoo.estimators.sk import check_is_fitted
+
+from tabzoo_orion_msp.model import OrionMSP
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["OrionMSPClassifier", "DEFAULT_CHECKPOINT", "load_orion", "shipped_checkpoints"]
+
+DEFAULT_CHECKPOINT = "orion-msp-small"
+_CKPT_DIR = Path(__file__).parent / "checkpoints"
+
+
+def shipped_checkpoints() -> list[str]:
+    """Names of the checkpoints shipped as package data."""
+    return sorted(p.stem for p in _CKPT_DIR.glob("*.json"))
+
+
+def _stem(checkpoint: str) -> Path:
+    if (_CKPT_DIR / f"{checkpoint}.json").exists():
+        return _CKPT_DIR / checkpoint
+    path = Path(checkpoint)
+    if path.suffix in (".json", ".safetensors"):
+        path = path.with_suffix("")
+    if Path(str(path) + ".json").exists() and Path(str(path) + ".safetensors").exists():
+        return path
+    raise CheckpointError(
+        f"ORION-MSP checkpoint {checkpoint!r} not found: it is neither a shipped checkpoint "
+        f"{shipped_checkpoints()} nor a path stem of a .safetensors + .json pair. Pass one of those names or "
+        "the stem of a file written by `tabzoo pretrain --model orion-msp`."
+    )
+
+
+@lru_cache(maxsize=4)
+def _read(stem: str, mtime: float) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    from tabzoo.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(stem)
+    return dict(ckpt.tensors), dict(ckpt.config)
+
+
+def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
+    """An :class:`OrionMSP` with the weights of a shipped checkpoint name or a path stem (no network)."""
+    stem = _stem(checkpoint)
+    tensors, config = _read(str(stem), Path(str(stem) + ".json").stat().st_mtime)
+    model = OrionMSP(dict(config))
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"ORION-MSP checkpoint {stem} does not fit its stored config: missing {list(missing)[:5]}, "
+            f"unexpected {list(unexpected)[:5]}. Re-export it with tabzoo.checkpoint.save_checkpoint."
+        )
+    return model.eval()
+
+
+class OrionMSPClassifier(InContextClassifier):
+    """ORION-MSP in-context classifier (scikit-learn API); loads the shipped checkpoint, no network.
+
+    :param checkpoint: a shipped name (``"orion-msp-small"``) or a path stem of a checkpoint pair.
+    :param n_estimators: ensemble members (feature shuffles x class shifts; the authors use 32).
+    :param softmax_temperature: logits are divided by it before the softmax (0.9 as the paper).
+    :param chunk_size: query rows per forward pass.
+    :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
+    :param random_state: seed of the ensemble members (feature shuffles, class shifts, subsets).
+    :param verbose: progress bar over query chunks.
+
+    Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
+    the head's 10 the hierarchical split of appendix A.6 takes over.
+    """
+
+    average = "logits"
+
+    def __init__(self, checkpoint: str = DEFAULT_CHECKPOINT, n_estimators: int = 4, softmax_temperature: float = 0.9,
+                 chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
+                 verbose: bool = False) -> None:
+        # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
+        self.checkpoint = checkpoint
+        self.n_estimators = n_estimators
+        self.softmax_temperature = softmax_temperature
+        self.chunk_size = chunk_size
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _load_model(self) -> torch.nn.Module:
+        return load_orion(self.checkpoint)
+
+    def _check_n_classes(self, n_classes: int) -> None:
+        """Any number of classes: beyond the head, the hierarchical split takes over."""
+
+    def fit(self, X: Any, y: Any) -> OrionMSPClassifier:
+        """Store the preprocessed training rows and labels as the context (no gradient step)."""
+        from tabzoo.errors import TabzooInputError
+
+        t = self.softmax_temperature
+        if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
+            raise TabzooInputError(f"softmax_temperature must be a number > 0, got {t!r}.")
+        super().fit(X, y)
+        return self
+
+    # -- inference -------------------------------------------------------------------------------
+    def _logits(self, x_context: np.ndarray, y_members: list[np.ndarray], x_query: np.ndarray) -> Any:
+        """Per chunk of query rows: ``(slice, [members, chunk, max_classes] logits / temperature)``."""
+        dev = torch.device(self.device_)
+        feats = [torch.tensor(m.features, dtype=torch.long) for m in self.members_]
+        ctx = torch.from_numpy(np.ascontiguousarray(x_context, dtype=np.float32))
+        ctx_m = torch.stack([ctx[:, f] for f in feats]).to(dev)
+        y_m = torch.from_numpy(np.stack(y_members).astype(np.float32)).to(dev)
+        xq = torch.from_numpy(np.ascontiguousarray(x_query, dtype=np.float32))
+        temp = float(self.softmax_temperature)
+        for sl in self._chunks(xq.shape[0]):
+            q = torch.stack([xq[sl][:, f] for f in feats]).to(dev)
+            with torch.inference_mode():
+                out = self.model_(torch.cat([ctx_m, q], dim=1), y_m)
+            yield sl, (out.float() / temp).cpu()
+
+    def _member_proba(self, rows: np.ndarray, y: np.ndarray, k: int, x_query: np.ndarray) -> np.ndarray:
+        """Ensemble probabilities ``[n_query, k]`` from the context rows ``rows`` labelled ``y`` in ``0..k-1``."""
+        shifts = np.array([m.class_shift % k for m in self.members_])
+        y_members = [(y + s) % k for s in shifts]
+        gather = torch.from_numpy((np.arange(k)[None, :] + shifts[:, None]) % k)
+        out = np.zeros((x_query.shape[0], k))
+        for sl, logits in self._logits(self.X_context_[rows], y_members, x_query):
+            logp = torch.log_softmax(logits[..., :k].double(), dim=-1)
+            logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
+            out[sl] = torch.softmax(logp.mean(0), dim=-1).numpy()
+        return out
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
+        check_is_fitted(self, "classes_")
+        xq = self._transform_query(X)
+        k = self.n_classes_
+        if k == 1:
+            return np.ones((xq.shape[0], 1))
+        y = np.asarray(self.y_context_, dtype=np.int64)
+        limit = int(self.model_.max_classes)
+        if k <= limit:
+            out = self._member_proba(np.arange(y.size), y, k, xq)
+        else:
+            out = hierarchical_proba(lambda rows, labels, kk: self._member_proba(rows, labels, kk, xq),
+                                     y, k, limit, xq.shape[0])
+        return out / out.sum(axis=1, keepdims=True)

@@ -1,0 +1,202 @@
+"""The ORION-MSP network (papers/000): column embedding -> multi-scale sparse row interaction ->
+Perceiver memory -> split-masked ICL transformer -> MLP decoder.
+
+``model(x [B, N, F], y_context [B, n_context]) -> [B, N - n_context, max_classes]`` logits of the
+query rows (the in-context protocol of :mod:`tabzoo.train` and :mod:`tabzoo.estimators`).
+
+Inputs. Cells are standardised per column with the mean and standard deviation of the CONTEXT
+rows (missing cells become the context mean, i.e. 0, and values are clipped to +-``CLIP``). A column
+that is constant over the context rows of an episode (the zero padding of a batch, or a
+useless column) is *invalid*: its embeddings are set to 0, and trailing columns invalid in every
+episode of the batch are cut off before any work is done. Whether a column is valid depends on
+context rows only.
+
+Leak-freeness, stage by stage (row positions, context rows first):
+
+* column embedding: the inducing points read context rows; every row reads the inducing points;
+* row interaction: within one row only;
+* memory: the latents read context rows; every row reads the latents;
+* ICL: ``context_query(n_context, query_sees_query)`` in every block.
+
+:meth:`OrionMSP.mask_stack` returns that stack as :class:`tabzoo.masks.Mask` objects, so that
+``tabzoo.masks.leaks`` proves, before any number is computed, that no query row reaches a context
+row and (with the default ``query_sees_query=False``, eq. 29) that no query row reaches another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tabzoo.errors import TabzooInputError
+from tabzoo.masks import Mask, context_query, window
+from tabzoo.nn import LabelEmbedding, MLPHead, TransformerBlock
+from torch import nn
+
+from tabzoo_orion_msp.column import ColumnEmbedding
+from tabzoo_orion_msp.config import OrionConfig, get_config
+from tabzoo_orion_msp.memory import PerceiverMemory
+from tabzoo_orion_msp.rows import RowInteraction
+
+__all__ = ["OrionMSP", "build", "CLIP"]
+
+#: standardised cells are clipped to this magnitude
+CLIP = 10.0
+
+
+class OrionMSP(nn.Module):
+    """ORION-MSP in-context classifier network.
+
+    :param config: an :class:`OrionConfig`, a preset name (``"paper"``, ``"small"``, ``"tiny"``) or a
+        dict (``{"preset": "small", "query_sees_query": True, ...}``).
+    """
+
+    task = "classification"
+    architecture = "orion-msp"
+
+    def __init__(self, config: OrionConfig | str | dict[str, Any] | None = "small") -> None:
+        super().__init__()
+        cfg = get_config(config)
+        self.cfg = cfg
+        self.max_features, self.max_classes = cfg.max_features, cfg.max_classes
+        self.columns = ColumnEmbedding(cfg)
+        self.rows = RowInteraction(cfg)
+        self.memory = PerceiverMemory(cfg) if cfg.memory_slots > 0 else None
+        self.label = LabelEmbedding(cfg.max_classes, cfg.d_row, kind="onehot")
+        self.icl = nn.ModuleList(
+            TransformerBlock(cfg.d_row, cfg.icl_heads, cfg.icl_ff, norm="pre", activation="gelu")
+            for _ in range(cfg.icl_blocks)
+        )
+        self.final_norm = nn.LayerNorm(cfg.d_row)
+        self.decoder = MLPHead(cfg.d_row, 2 * cfg.d_row, cfg.max_classes, activation="gelu", n_layers=2)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """Xavier-uniform linear weights, zero biases (appendix B.3)."""
+        for mod in self.modules():
+            if isinstance(mod, nn.Linear):
+                nn.init.xavier_uniform_(mod.weight)
+                if mod.bias is not None:
+                    nn.init.zeros_(mod.bias)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The config as a JSON-able dict (stored in checkpoints; :func:`build` reads it back)."""
+        return self.cfg.to_dict()
+
+    # ------------------------------------------------------------------ inputs
+    def _check(self, x: torch.Tensor, y_context: torch.Tensor) -> int:
+        if not isinstance(x, torch.Tensor) or not isinstance(y_context, torch.Tensor):
+            raise TabzooInputError("ORION-MSP expects torch tensors x [B, N, F] and y_context [B, n_context].")
+        if x.dim() != 3 or y_context.dim() != 2 or x.shape[0] != y_context.shape[0]:
+            raise TabzooInputError(
+                f"ORION-MSP expects x [B, N, F] and y_context [B, n_context] with the same B, got "
+                f"{tuple(x.shape)} and {tuple(y_context.shape)}."
+            )
+        n_context = int(y_context.shape[1])
+        if not 1 <= n_context <= x.shape[1]:
+            raise TabzooInputError(
+                f"ORION-MSP needs 1 <= n_context <= N rows; got n_context={n_context} for N={x.shape[1]}. "
+                "Pass the labels of the context rows only."
+            )
+        if x.shape[2] < 1:
+            raise TabzooInputError("ORION-MSP needs at least one feature column.")
+        if x.shape[2] > self.max_features:
+            raise TabzooInputError(
+                f"ORION-MSP({self.cfg.name}) was trained on at most {self.max_features} features, got "
+                f"{x.shape[2]}. Select or project features first (OrionMSPClassifier gives each ensemble "
+                "member a feature subset), or build a config with a larger max_features."
+            )
+        if not x.is_floating_point():
+            raise TabzooInputError(f"x must be a float tensor, got {x.dtype}; cast it with x.float().")
+        return n_context
+
+    def standardise(self, x: torch.Tensor, n_context: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context-standardised cells and the per-episode valid-column mask.
+
+        :param x: ``[B, N, F]`` raw cells (NaN = missing, +-inf treated as missing).
+        :return: ``(z [B, N, F'], valid [B, F'])`` with trailing columns that are invalid in every
+            episode removed (``F' <= F``, at least 1).
+        """
+        x = x.float()
+        x = torch.where(torch.isfinite(x), x, torch.full_like(x, float("nan")))
+        ctx = x[:, :n_context]
+        present = ~torch.isnan(ctx)
+        count = present.sum(1).clamp_min(1)
+        mean = torch.where(present, ctx, torch.zeros_like(ctx)).sum(1) / count
+        dev = torch.where(present, ctx - mean[:, None], torch.zeros_like(ctx))
+        std = (dev.pow(2).sum(1) / count).sqrt()
+        valid = (std > 1e-6) & (present.sum(1) > 1)
+        any_valid = valid.any(0)
+        keep = int(any_valid.nonzero().max()) + 1 if bool(any_valid.any()) else 1
+        z = (x[..., :keep] - mean[:, None, :keep]) / torch.where(valid[:, :keep], std[:, :keep], 1.0)[:, None]
+        z = torch.nan_to_num(z, nan=0.0).clamp(-CLIP, CLIP)
+        z = z * valid[:, None, :keep]
+        return z, valid[:, :keep]
+
+    # ------------------------------------------------------------------ stages
+    def row_embeddings(self, x: torch.Tensor, n_context: int) -> torch.Tensor:
+        """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1)."""
+        z, valid = self.standardise(x, n_context)
+        e = self.columns(z.to(self.rows.cls.dtype), n_context)
+        e = e * valid[:, None, :, None].to(e.dtype)
+        return self.rows(e)
+
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        """Every stage up to the final LayerNorm: ``[B, N, d_R]`` representations of all rows."""
+        n_context = self._check(x, y_context)
+        h = self.row_embeddings(x, n_context)
+        r = self.memory(h, n_context) if self.memory is not None else h
+        r = self.label.add_to(r, y_context.to(r.device), n_context)  # eq. 49, context rows only
+        mask = context_query(n_context, query_sees_query=self.cfg.query_sees_query)  # eq. 50 / eq. 29
+        for block in self.icl:
+            r = block(r, mask=mask)
+        return self.final_norm(r)
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        """In-context prediction (Algorithms 2-3).
+
+        :param x: ``[B, N, F]`` float cells, the first ``n_context`` rows are context.
+        :param y_context: ``[B, n_context]`` class indices ``0..max_classes-1`` of the context rows.
+        :return: ``[B, N - n_context, max_classes]`` raw logits of the query rows (divide by
+            ``cfg.temperature`` before a softmax for the paper's calibrated probabilities).
+        """
+        r = self.encode(x, y_context)
+        return self.decoder(r[:, y_context.shape[1]:])
+
+    # ------------------------------------------------------------------ analysis
+    def mask_stack(self, n_context: int, n_rows: int) -> list[Mask]:
+        """Row-level attention masks of the whole network, first stage first.
+
+        ISAB blocks and the memory are written from context rows and read by every row, so at row
+        level each is ``context_query(n_context)`` (a row reads the context rows and itself); the row
+        interaction stays inside a row (``window(0)``); the ICL blocks use the split mask.
+        """
+        if not 1 <= n_context <= n_rows:
+            raise TabzooInputError(f"need 1 <= n_context <= n_rows, got {n_context} and {n_rows}.")
+        summary = context_query(n_context)
+        stack: list[Mask] = [summary] * len(self.columns.isabs) + [window(0)]
+        if self.memory is not None:
+            stack.append(summary)
+        stack += [context_query(n_context, query_sees_query=self.cfg.query_sees_query)] * len(self.icl)
+        return stack
+
+    def row_flops(self, n_features: int, n_rows: int = 1) -> float:
+        """Analytic forward FLOPs of the row-interaction path (grouping + sparse encoders) for
+        ``n_rows`` rows of ``n_features`` features; linear in ``n_features``."""
+        cfg = self.cfg
+        d = cfg.d
+        total = 0.0
+        for enc in self.rows.scales:
+            k = -(-n_features // enc.scale)
+            length = cfg.n_special + k
+            group = 2 * 2 * n_features * d * d + (4 * n_features * d if cfg.pma_scope == "block" else 4 * k * n_features * d)
+            keys = enc.mask.nnz(length)
+            per_block = 2 * length * d * (4 * d + 2 * cfg.row_ff) + 4 * keys * d
+            total += group + cfg.row_blocks * per_block
+        return float(total * n_rows)
+
+
+def build(config: dict[str, Any] | OrionConfig | str | None = None) -> OrionMSP:
+    """Plugin ``build`` callable: an :class:`OrionMSP` from a config dict (``{"preset": "small", ...}``)."""
+    return OrionMSP(config if config is not None else "small")

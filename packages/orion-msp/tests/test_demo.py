@@ -1,0 +1,30 @@
+"""The demo contract: ORION-MSP and its baselines on the same real splits."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("sklearn", reason="the demo needs scikit-learn")
+
+
+def test_run_demo_quick() -> None:
+    from tabzoo_orion_msp.demo import run_demo
+
+    rows = run_demo(seed=0, quick=True)
+    keys = {"dataset", "task", "model", "metric", "value", "fit_predict_s"}
+    assert rows and all(set(r) == keys for r in rows)
+    assert {r["model"] for r in rows} == {"orion-msp", "LogisticRegression", "HistGradientBoosting"}
+    assert {r["dataset"] for r in rows} == {"breast_cancer", "wine"}
+    for r in rows:
+        assert 0.0 <= r["value"] <= 1.0 and r["fit_predict_s"] >= 0
+    lr = {r["dataset"]: r["value"] for r in rows if r["model"] == "LogisticRegression"}
+    assert all(v > 0.85 for v in lr.values())  # the baselines run on the same real splits
+
+
+@pytest.mark.xfail(reason="the shipped orion-msp-small checkpoint saw ~5k 'mix' episodes on a shared 2-core CPU "
+                          "and is not yet better than chance on real data; retrain on the icl prior", strict=False)
+def test_shipped_checkpoint_beats_chance_on_real_data() -> None:
+    from tabzoo_orion_msp.demo import run_demo
+
+    orion = [r["value"] for r in run_demo(seed=0, quick=True) if r["model"] == "orion-msp"]
+    assert all(v > 0.7 for v in orion)

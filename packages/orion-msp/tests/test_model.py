@@ -1,0 +1,160 @@
+"""The network: shapes, leak proofs on the exposed masks, query independence, sparse rows, bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from tabzoo.errors import TabzooInputError
+from tabzoo.masks import GlobalTokens, RandomLinks, Window, leaks
+from tabzoo_orion_msp.config import CONFIGS, OrionConfig, get_config
+from tabzoo_orion_msp.model import OrionMSP
+from tabzoo_orion_msp.rows import row_mask
+
+
+def _data(n: int, nc: int, f: int = 5, seed: int = 0, k: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, n, f, generator=g)
+    y = torch.randint(0, k, (2, nc), generator=g).float()
+    return x, y
+
+
+def test_forward_shapes_and_paper_preset_shape(tiny) -> None:
+    x, y = _data(12, 8)
+    with torch.no_grad():
+        out = tiny(x, y)
+    assert out.shape == (2, 4, 10) and torch.isfinite(out).all()
+    paper = CONFIGS["paper"]
+    assert (paper.d, paper.col_inducing, paper.col_blocks, paper.row_heads, paper.icl_blocks) == (128, 128, 3, 8, 12)
+    assert paper.d_row == 512 and paper.icl_ff == 1024 and paper.memory_slots == 32 and paper.scales == (1, 4, 16)
+    assert paper.window == 8 and paper.random_links == 2 and paper.rope_base == 1e5 and paper.temperature == 0.9
+
+
+@given(nc=st.integers(1, 10), nq=st.integers(1, 6), qsq=st.booleans())
+def test_mask_stack_proves_no_query_to_context_leak(nc: int, nq: int, qsq: bool) -> None:
+    model = OrionMSP(CONFIGS["tiny"].with_(query_sees_query=qsq))
+    n = nc + nq
+    stack = model.mask_stack(nc, n)
+    assert leaks(stack, range(nc, n), range(nc), n) == []
+    cross = leaks(stack, range(nc, n), range(nc, n), n)
+    assert (cross != []) == (qsq and nq > 1)  # eq. 29 holds exactly when query rows do not read each other
+
+
+def test_query_rows_are_independent_by_default_and_not_with_the_paper_mask() -> None:
+    x, y = _data(14, 9)
+    x2 = x.clone()
+    x2[:, 12] += 3.0  # change query row 3
+    for qsq, independent in ((False, True), (True, False)):
+        torch.manual_seed(0)
+        model = OrionMSP(CONFIGS["tiny"].with_(query_sees_query=qsq)).eval()
+        with torch.no_grad():
+            a, b = model(x, y), model(x2, y)
+        other = [0, 1, 2, 4]
+        diff = float((a[:, other] - b[:, other]).abs().max())
+        assert (diff == 0.0) == independent, diff
+        assert float((a[:, 3] - b[:, 3]).abs().max()) > 0  # the changed row itself moves
+
+
+def test_context_rows_never_see_query_rows_numerically(tiny) -> None:
+    x, y = _data(12, 7)
+    x2 = x.clone()
+    x2[:, 7:] = torch.randn(2, 5, 5) * 10
+    with torch.no_grad():
+        torch.testing.assert_close(tiny.encode(x, y)[:, :7], tiny.encode(x2, y)[:, :7], rtol=0, atol=0)
+
+
+def test_row_mask_is_the_papers_sparse_pattern_and_fixed() -> None:
+    cfg = CONFIGS["small"]
+    m = row_mask(cfg, 0)
+    kinds = {type(t) for t in m.terms}
+    assert kinds == {GlobalTokens, Window, RandomLinks}
+    assert next(t for t in m.terms if isinstance(t, Window)).radius == 8
+    assert next(t for t in m.terms if isinstance(t, GlobalTokens)).k == 8
+    dense = m.materialize(60)
+    assert dense.diagonal().all() and dense[:8].all() and dense[:, :8].all()
+    assert (dense[8:].sum(1) <= 17 + 8 + 2).all()  # window + global + 2 random keys per feature token
+    torch.testing.assert_close(row_mask(cfg, 0).materialize(60), dense)  # same links on every call
+    assert not torch.equal(row_mask(cfg, 1).materialize(60), dense)  # each scale its own links
+    assert not torch.equal(row_mask(cfg.with_(link_seed=5), 0).materialize(60), dense)
+
+
+def test_outputs_do_not_depend_on_the_global_rng(tiny) -> None:
+    x, y = _data(10, 6)
+    with torch.no_grad():
+        torch.manual_seed(1)
+        a = tiny(x, y)
+        torch.manual_seed(2)
+        b = tiny(x, y)
+    assert torch.equal(a, b)
+
+
+def test_block_pma_reads_its_own_group_only_and_global_reads_all() -> None:
+    torch.manual_seed(0)
+    model = OrionMSP(CONFIGS["tiny"]).eval()
+    enc = model.rows.scales[1]  # scale 4
+    e = torch.randn(3, 10, 8)
+    e2 = e.clone()
+    e2[:, 9] += 1.0  # feature 9 belongs to group 2 = [8, 12)
+    with torch.no_grad():
+        a, b = enc.group(e), enc.group(e2)
+    assert a.shape == (3, 3, 8)
+    assert torch.equal(a[:, :2], b[:, :2]) and not torch.equal(a[:, 2], b[:, 2])
+    torch.manual_seed(0)
+    glob = OrionMSP(CONFIGS["tiny"].with_(pma_scope="global")).eval().rows.scales[1]
+    with torch.no_grad():
+        assert not torch.equal(glob.group(e)[:, 0], glob.group(e2)[:, 0])
+
+
+def test_padding_columns_are_ignored(tiny) -> None:
+    x, y = _data(12, 8, f=4)
+    padded = torch.cat([x, torch.zeros(2, 12, 3)], dim=2)
+    with torch.no_grad():
+        torch.testing.assert_close(tiny(padded, y), tiny(x, y), rtol=1e-5, atol=1e-5)
+    z, valid = tiny.standardise(padded, 8)
+    assert z.shape[2] == 4 and valid.all()
+    torch.testing.assert_close(z[:, :8].mean(1), torch.zeros(2, 4), atol=1e-5, rtol=0)
+
+
+def test_missing_and_infinite_cells_are_imputed(tiny) -> None:
+    x, y = _data(12, 8)
+    x[0, 2, 1] = float("nan")
+    x[1, 9, 0] = float("inf")
+    with torch.no_grad():
+        assert torch.isfinite(tiny(x, y)).all()
+
+
+def test_row_flops_are_linear_in_features() -> None:
+    model = OrionMSP("small")
+    f = [model.row_flops(m) for m in (500, 1000, 2000, 4000)]
+    for a, b in zip(f, f[1:], strict=False):
+        assert 1.9 < b / a < 2.1
+
+
+@pytest.mark.parametrize("bad", [
+    lambda m: m(torch.randn(4, 3), torch.zeros(1, 2)),  # x not 3-d
+    lambda m: m(torch.randn(1, 5, 3), torch.zeros(2, 2)),  # batch mismatch
+    lambda m: m(torch.randn(1, 5, 3), torch.zeros(1, 0)),  # no context
+    lambda m: m(torch.randn(1, 5, 3), torch.zeros(1, 6)),  # more labels than rows
+    lambda m: m(torch.randn(1, 5, 33), torch.zeros(1, 3)),  # more features than trained on
+    lambda m: m(torch.randn(1, 5, 3), torch.tensor([[0.0, 1.5, 2.0]])),  # fractional label
+    lambda m: m(torch.randn(1, 5, 3), torch.tensor([[0.0, 10.0, 2.0]])),  # label beyond the head
+    lambda m: m(torch.randint(0, 3, (1, 5, 3)), torch.zeros(1, 3)),  # integer cells
+])
+def test_bad_input_raises_with_a_fix(tiny, bad) -> None:
+    with pytest.raises(TabzooInputError) as info:
+        bad(tiny)
+    assert len(str(info.value)) > 30
+
+
+def test_config_validation_and_presets() -> None:
+    assert get_config({"preset": "tiny", "window": None}).window == CONFIGS["tiny"].window
+    assert get_config({"preset": "small", "query_sees_query": True}).query_sees_query
+    with pytest.raises(TabzooInputError, match="known keys"):
+        get_config({"width": 3})
+    with pytest.raises(TabzooInputError, match="scales"):
+        OrionConfig(scales=(1, 1))
+    with pytest.raises(TabzooInputError, match="pma_scope"):
+        OrionConfig(pma_scope="rows")
+    with pytest.raises(TabzooInputError, match="preset"):
+        get_config("huge")

@@ -1,0 +1,59 @@
+"""Pretraining recipe: the prior covers every input slot, the shipped run resumes, export never overwrites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tabzoo_orion_msp.config import get_config
+
+PKG = Path(__file__).resolve().parents[1]
+ROOT = PKG.parents[1]
+RECIPE = json.loads((PKG / "pretrain-small.json").read_text())
+
+
+def test_prior_feature_range_covers_max_features() -> None:
+    cfg = get_config(RECIPE["model_config"])
+    lo, hi = RECIPE["prior_config"]["n_features"]
+    assert lo <= 2 and hi >= cfg.max_features, "every input slot up to max_features must be trained"
+    assert RECIPE["prior_config"]["n_classes"][1] >= cfg.max_classes
+
+
+def test_shipped_checkpoint_matches_the_recipe() -> None:
+    meta = json.loads((PKG / "src/tabzoo_orion_msp/checkpoints/orion-msp-small.json").read_text())
+    cfg = get_config(meta["config"])
+    assert cfg == get_config(RECIPE["model_config"]).with_(**{k: getattr(cfg, k) for k in ("name",)})
+    assert meta["extra"]["train_config"]["prior_config"]["n_features"][1] >= cfg.max_features
+
+
+def test_prior_draws_the_widest_tables() -> None:
+    priors = pytest.importorskip("tabzoo_priors", reason="the prior lives in tabzoo-priors")
+    del priors
+    from tabzoo.plugins import get_registry
+
+    spec = get_registry().get("priors", "mix")
+    prior = spec.create(**{**RECIPE["prior_config"], "n_rows": [32, 32]})
+    widest = max(int(prior.sample(1, seed=s).x.shape[-1]) for s in range(40))
+    assert widest >= 60  # log-uniform draws reach the top of the range
+
+
+def test_training_state_is_committed_for_resume() -> None:
+    run = ROOT / "pretraining" / "orion-msp"
+    latest = json.loads((run / "latest.json").read_text())
+    state = run / f"{latest['state']}.safetensors"
+    assert state.exists() and state.stat().st_size < 50 * 2**20
+    assert (run / "model.json").exists()
+
+
+def test_export_refuses_to_overwrite(tmp_path, monkeypatch) -> None:
+    from tabzoo.errors import CheckpointError
+    from tabzoo_orion_msp import pretraining
+
+    monkeypatch.setattr(pretraining, "CHECKPOINT_DIR", tmp_path)
+    run = ROOT / "pretraining" / "orion-msp"
+    stem = pretraining.export_checkpoint(run, "copy")
+    assert Path(str(stem) + ".json").exists()
+    with pytest.raises(CheckpointError, match="overwrite"):
+        pretraining.export_checkpoint(run, "copy")
+    pretraining.export_checkpoint(run, "copy", overwrite=True)
