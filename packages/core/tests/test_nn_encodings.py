@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo.nn import (
@@ -56,6 +56,8 @@ def test_ple_explicit_values():
 
 @SETTINGS
 @given(n=st.integers(5, 60), f=st.integers(1, 4), n_bins=st.integers(1, 8), seed=st.integers(0, 10_000))
+@example(n=6, f=4, n_bins=3, seed=393)  # once failed the bound by 1.19e-6 (grid past hi)
+@example(n=5, f=3, n_bins=4, seed=2935)
 def test_ple_fit_is_monotone_and_bounded_inside_range(n, f, n_bins, seed):
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, f, generator=gen)
@@ -65,7 +67,8 @@ def test_ple_fit_is_monotone_and_bounded_inside_range(n, f, n_bins, seed):
     grid = torch.linspace(-1.0, 1.0, 50)[:, None].expand(50, f).contiguous()
     lo = torch.nan_to_num(x, nan=math.inf).min(0).values
     hi = torch.nan_to_num(x, nan=-math.inf).max(0).values
-    grid = lo + (hi - lo) * (grid + 1) / 2
+    # float rounding can put lo + (hi - lo) * 1 one ulp past hi, where the last bin extrapolates
+    grid = torch.minimum(torch.maximum(lo + (hi - lo) * (grid + 1) / 2, lo), hi)
     r = enc(grid)
     assert r.shape == (50, f, enc.n_bins)
     assert (r >= -1e-6).all() and (r <= 1 + 1e-6).all()
