@@ -103,8 +103,10 @@ def _forward(model: OrionMSP, *args: Any) -> Any:
 
         with kernels.use("banded"):
             return row_path(model, args[0])
+    from tabzoo.table.validation import check_in_context_call
+
     x, y, n_context = args
-    return model(x, y[:, :n_context])
+    return model(x, check_in_context_call(x, y, n_context, model.max_classes))
 
 
 def make_case() -> ConformanceCase:

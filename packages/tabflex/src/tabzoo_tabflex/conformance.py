@@ -44,27 +44,9 @@ def forward(model: TabFlex, x: Any, y: Any, n_context: int) -> torch.Tensor:
     """The call under test: ``TabFlex.forward(x, y[:, :n_context])`` behind the in-context input
     validation of :mod:`tabzoo.table.validation` (what ``TabFlexClassifier`` checks before it
     calls the model; ``TabFlex.forward`` itself checks shapes only). Query labels are never read."""
-    from tabzoo.errors import TabzooInputError
-    from tabzoo.table.validation import (
-        check_class_labels,
-        check_context_classes,
-        check_finite_features,
-        check_finite_labels,
-        check_tensor,
-    )
+    from tabzoo.table.validation import check_in_context_call
 
-    check_tensor("x", x, 3)
-    check_tensor("y", y, 2)
-    if not 0 < n_context < x.shape[1] or y.shape[1] < n_context or y.shape[0] != x.shape[0]:
-        raise TabzooInputError(
-            f"need 1 <= n_context < rows and labels for every context row of every episode; got n_context={n_context}, "
-            f"x {tuple(x.shape)}, y {tuple(y.shape)}: put the context rows first.")
-    y_context = y[:, :n_context]
-    check_finite_features("x", x)
-    check_finite_labels("y_context", y_context)
-    check_class_labels("y_context", y_context, model.max_classes)
-    for episode in y_context:
-        check_context_classes(episode, None)
+    y_context = check_in_context_call(x, y, n_context, model.max_classes)
     return model(x, y_context)
 
 

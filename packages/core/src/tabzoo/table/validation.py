@@ -12,6 +12,7 @@ import torch
 
 from tabzoo.table.errors import (
     DTypeError,
+    EmptyContextError,
     InvalidLabelError,
     InvalidTaskError,
     InvalidValueError,
@@ -26,6 +27,7 @@ __all__ = [
     "check_class_labels",
     "check_finite_features",
     "check_finite_labels",
+    "check_in_context_call",
     "check_task",
     "check_tensor",
 ]
@@ -150,3 +152,32 @@ def check_categorical(
                 f"{where}row {r}, categorical feature {categorical[c]} is {float(v[r, c])}; "
                 "categorical features hold integer codes >= 0 (NaN = missing): encode them"
             )
+
+
+def check_in_context_call(x: object, y: object, n_context: int, max_classes: int) -> torch.Tensor:
+    """Validate one call of the in-context protocol before a model sees it.
+
+    What every in-context classifier checks (its estimator does the same on tables): shapes, finite
+    features (NaN = missing is allowed, +-inf is not), finite integer labels below ``max_classes``,
+    and at least two classes in each episode's context. Query labels are never read.
+
+    :param x: ``[B, N, F]`` float, context rows first.
+    :param y: ``[B, >= n_context]`` labels; only ``y[:, :n_context]`` is looked at.
+    :param n_context: number of context rows, ``1 <= n_context < N``.
+    :param max_classes: the model's class limit.
+    :return: the context labels ``[B, n_context]``.
+    :raises TabzooInputError: naming the offending tensor, episode or row and the fix.
+    """
+    xt = check_tensor("x", x, 3)
+    yt = check_tensor("y", y, 2)
+    if not 0 < n_context < xt.shape[1] or yt.shape[1] < n_context or yt.shape[0] != xt.shape[0]:
+        raise EmptyContextError(
+            f"need 1 <= n_context < rows and labels for every context row of every episode; got "
+            f"n_context={n_context}, x {tuple(xt.shape)}, y {tuple(yt.shape)}: put the context rows first.")
+    y_context = yt[:, :n_context]
+    check_finite_features("x", xt)
+    check_finite_labels("y_context", y_context)
+    check_class_labels("y_context", y_context, max_classes)
+    for episode in y_context:
+        check_context_classes(episode, None)
+    return y_context
