@@ -20,9 +20,11 @@ def test_the_kit_reports_the_paper_mask_as_breaking_query_independence() -> None
     qi = results["query_independence"]
     assert qi.status == "failed"
     assert "query row" in qi.message and qi.reproducer.get("path")  # a witness path on the masks
+    # kit v2 never trusts context_repr: it also watches query outputs, and a query row that reads other
+    # query rows moves exactly as a context<-query leak would, so the conservative verdict is "failed"
+    assert results["no_context_query_leak"].status == "failed"
     # everything else the paper variant claims still holds
-    for name in ("context_order_invariance", "query_equivariance", "no_context_query_leak", "label_leak",
-                 "determinism"):
+    for name in ("context_order_invariance", "query_equivariance", "label_leak", "determinism"):
         assert results[name].status == "passed", results[name]
 
 
