@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-
 from tabzoo.errors import TabzooInputError
 from tabzoo.table.validation import check_in_context_call
 

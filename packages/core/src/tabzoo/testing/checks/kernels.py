@@ -90,6 +90,13 @@ INPUT_GENERATORS: dict[str, InputGen] = {
 }
 
 
+def _generators() -> dict[str, InputGen]:
+    """The core ops' generators, plus those the stateful linear-attention pair ships with."""
+    from tabzoo.kernels.linear_state import EXAMPLE_INPUTS
+
+    return {**INPUT_GENERATORS, **EXAMPLE_INPUTS}
+
+
 def _grads(fn: Callable[..., Any], inputs: dict[str, Any], seed: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Output and gradients of ``sum(out * cotangent)`` w.r.t. every floating tensor input."""
     leaves = {
@@ -98,7 +105,10 @@ def _grads(fn: Callable[..., Any], inputs: dict[str, Any], seed: int) -> tuple[t
         if isinstance(v, torch.Tensor) and v.is_floating_point()
     }
     call = {**inputs, **leaves}
-    out = fn(**call)
+    result = fn(**call)
+    # an op may return several tensors (linear_attention_state -> (S, z)): compare them flattened
+    parts = list(result) if isinstance(result, tuple | list) else [result]
+    out = torch.cat([p.reshape(-1).float() for p in parts]).to(parts[0].dtype)
     g = torch.Generator().manual_seed(seed + 7)
     cot = torch.randn(out.shape, generator=g).to(out.device, out.dtype)
     grads = torch.autograd.grad((out * cot).sum(), list(leaves.values()), allow_unused=True)
@@ -118,7 +128,7 @@ def check_kernel_equivalence(case: ConformanceCase, *, seed: int = 0, max_exampl
     check = cap.KERNEL_EQUIVALENCE
     from tabzoo.kernels import list_backends, list_ops
 
-    generators = {**INPUT_GENERATORS, **dict(case.kernel_inputs)}
+    generators: dict[str, InputGen] = {**_generators(), **dict(case.kernel_inputs)}
     ops = list(case.kernel_ops) if case.kernel_ops is not None else list_ops()
     if replay:
         ops = [replay["op"]]
