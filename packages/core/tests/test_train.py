@@ -229,3 +229,28 @@ def test_amp_auto_on_cpu_uses_bf16_only_with_native_support(monkeypatch: pytest.
     assert loop._amp("bf16", torch.device("cpu")) == (torch.bfloat16, False)  # asked for explicitly
     monkeypatch.setattr(loop, "cpu_has_fast_bf16", lambda: True)
     assert loop._amp("auto", torch.device("cpu")) == (torch.bfloat16, False)
+
+
+def test_pretrain_refuses_to_overwrite_a_run(tmp_path):
+    out = tmp_path / "run"
+    first = pretrain(build({}), BlobsPrior(), out=out, steps=3, checkpoint_every=3, **FAST)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    with pytest.raises(TabzooInputError, match="--resume.*--overwrite"):
+        pretrain(build({}), BlobsPrior(), out=out, steps=1, **FAST)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before  # nothing touched
+    with pytest.raises(TabzooInputError, match="contradict"):
+        pretrain(build({}), BlobsPrior(), out=out, steps=1, resume=True, overwrite=True, **FAST)
+    again = pretrain(build({}), BlobsPrior(), out=out, steps=1, overwrite=True, **FAST)
+    assert first.steps == 3 and again.steps == 1
+
+
+def test_cli_pretrain_refuses_to_overwrite_a_run(tmp_path, capsys):
+    from tabzoo.cli import main
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "latest.json").write_text("{}")
+    code = main(["pretrain", "--model", "nope", "--prior", "nope", "--steps", "1", "--out", str(out)])
+    assert code != 0
+    assert "--overwrite" in capsys.readouterr().err
+    assert (out / "latest.json").read_text() == "{}"

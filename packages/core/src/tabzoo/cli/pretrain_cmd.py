@@ -25,6 +25,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--steps", type=int, required=True, help="optimizer steps")
     p.add_argument("--out", required=True, help="output folder: checkpoints, model, learning curve")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in an --out that already holds a run, replacing it (without "
+                        "--resume or --overwrite, a non-empty --out is refused)")
     p.add_argument("--batch-size", type=int, default=None, help="episodes per step over all processes")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate")
     p.add_argument("--seed", type=int, default=None, help="seed of weights and batches")
@@ -66,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if args.no_progress:
         options["progress"] = False
     cfg = TrainConfig.from_dict(options)
-    result = pretrain(args.model, args.prior, out=args.out, config=cfg, resume=args.resume)
+    result = pretrain(args.model, args.prior, out=args.out, config=cfg, resume=args.resume,
+                      overwrite=args.overwrite)
     if args.json:
         if int(os.environ.get("RANK", "0")) == 0:  # one summary under torchrun
             summary = {

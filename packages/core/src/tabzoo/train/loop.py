@@ -161,6 +161,15 @@ def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
     return torch.device(cfg.device)
 
 
+def _refuse_existing_run(out: Path) -> None:
+    """Raise when ``out`` already holds files: starting afresh there would replace a run."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        what = "a run" if (out / "latest.json").exists() else "files"
+        raise TabzooInputError(
+            f"{out} already holds {what}; pretraining there would overwrite it. Pass --resume to "
+            "continue it, --overwrite to replace it, or choose another --out folder.")
+
+
 def pretrain(
     model: Any,
     prior: Any,
@@ -168,6 +177,7 @@ def pretrain(
     out: str | Path | None = None,
     config: TrainConfig | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     registry: Any = None,
     **overrides: Any,
 ) -> TrainResult:
@@ -180,9 +190,15 @@ def pretrain(
     :param out: output folder for checkpoints (``None`` = no checkpoints, no resume).
     :param config: a :class:`TrainConfig`; keyword ``overrides`` replace its fields.
     :param resume: continue from ``out/latest.json`` when it exists (else start at step 0).
+    :param overwrite: start afresh in an ``out`` that already holds a run, replacing it. Without
+        ``resume`` or ``overwrite``, an ``out`` that is not empty is refused: a run is never lost.
     :param registry: a ``PluginRegistry`` to resolve names (default: the process-wide one).
     """
     cfg = TrainConfig.from_dict({**(config.to_dict() if config else {}), **overrides})
+    if resume and overwrite:
+        raise TabzooInputError("resume=True and overwrite=True contradict each other: pass one of them.")
+    if out is not None and not resume and not overwrite:
+        _refuse_existing_run(Path(out))
     info = tzdist.setup(cfg.device)
     try:
         return _Run(model, prior, cfg, out, registry, info).run(resume)
