@@ -301,13 +301,35 @@ def _record_failures(records: Iterable[Any]) -> list[CheckResult]:
     for record in records:
         errors = [e for e in ([getattr(record, "error", None)] + list(getattr(record, "errors", None) or [])) if e]
         for error in dict.fromkeys(str(e) for e in errors):
-            out.append(CheckResult(
-                REGISTRATION, f"plugin:{getattr(record, 'name', '?')}", "failed",
-                reproducer={"plugin": getattr(record, "name", "?"), "distribution": getattr(record, "distribution", "?")},
-                message=f"plugin {getattr(record, 'name', '?')!r} ({getattr(record, 'distribution', '?')} "
-                        f"{getattr(record, 'version', '?')}) could not provide its cases: {error}",
-            ))
+            out.append(_failed_registration(getattr(record, "name", "?"), getattr(record, "distribution", "?"),
+                                            getattr(record, "version", "?"), error))
     return out
+
+
+def _failed_registration(plugin: str, distribution: str, version: str, error: str) -> CheckResult:
+    return CheckResult(
+        REGISTRATION, f"plugin:{plugin}", "failed", reproducer={"plugin": plugin, "distribution": distribution},
+        message=f"plugin {plugin!r} ({distribution} {version}) could not provide its cases: {error}",
+    )
+
+
+def _case_failures(registry: Any, names: list[str] | None) -> tuple[list[CheckResult], set[str]]:
+    """Failed ``registration`` results for the cases that could not be built or registered, as the
+    plugin manager records them (:meth:`PluginRegistry.case_failures`). A plugin whose other names
+    are ambiguous or broken (an architecture also claimed by another distribution, say) still has
+    its cases checked: only failures that concern cases are reported here."""
+    if not hasattr(registry, "case_failures"):  # a registry without the API: every recorded error
+        records = [r for r in registry.records if names is None or {r.name, r.distribution} & set(names)]
+        return (_record_failures(records),
+                {n for r in records for n in (r.name, r.distribution) if getattr(r, "error", None)})
+    out, matched = [], set()
+    for f in registry.case_failures():
+        ids = {f.case, f.plugin, f.distribution}
+        if names is not None and not ids & set(names):
+            continue
+        matched |= ids & set(names or [])
+        out.append(_failed_registration(f.plugin, f.distribution, f.version, f"{f.stage} of case {f.case!r}: {f.error}"))
+    return out, matched
 
 
 def collect_cases(selector: str = "all", *, include_core: bool = True) -> tuple[list[ConformanceCase], list[CheckResult]]:
@@ -336,10 +358,9 @@ def collect_cases(selector: str = "all", *, include_core: bool = True) -> tuple[
             failures.append(CheckResult(
                 REGISTRATION, str(key), "failed", reproducer={"plugin": record.name},
                 message=f"case {key!r} of plugin {record.name!r} could not be built: {type(exc).__name__}: {exc}"))
-    bad_records = [r for r in registry.records
-                   if names is None or {r.name, r.distribution} & set(names)]
-    failures += _record_failures(bad_records)
-    matched |= {n for r in bad_records for n in (r.name, r.distribution) if getattr(r, "error", None)}
+    case_failures, failed_ids = _case_failures(registry, names)
+    failures += case_failures
+    matched |= failed_ids
     for core in core_cases() if include_core else []:
         if names is None or core.name in names:
             cases.append(core)
