@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -65,6 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TabzooError as exc:
         print(f"tabzoo: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (``tabzoo plugins | head``): not an error of ours. Point stdout at
+        # devnull so the interpreter's final flush does not raise a second time.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
