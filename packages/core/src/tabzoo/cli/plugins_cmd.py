@@ -72,7 +72,8 @@ def _status(item: dict[str, Any]) -> str:
         label = first["hook"] or first["stage"]
         named = f" {first['name']!r}" if first["name"] else ""
         return f"PARTLY LOADED: {label}{named}: {first['error']}{more}"
-    return ", ".join(caps) or "ok"
+    shown = caps + [f"prior {p['name']} ({p['kind']})" for p in item["priors"]]
+    return ", ".join(shown) or "ok"
 
 
 def run(args: argparse.Namespace) -> int:
