@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.hierarchy import class_tree, hierarchical_proba
 from tabzoo_tabflex.binning import TargetBinner
 from tabzoo_tabflex.config import CONFIGS
-from tabzoo_tabflex.hierarchy import class_tree, hierarchical_proba
 from tabzoo_tabflex.projection import RandomProjection, gaussian_matrix
 from tabzoo_tabflex.selection import algorithm1, select_model
 

@@ -5,7 +5,7 @@ better); each context target becomes the class of its bin, the classifier predic
 probabilities, and the prediction is the probability-weighted mean of the bin centres (or the
 centre of the most probable bin). Bins no training target falls in are dropped, so the classes are
 ``0 .. n_occupied - 1`` with no gaps. More than ``max_classes`` occupied bins go through the
-hierarchical class split of :mod:`tabzoo_tabflex.hierarchy`.
+hierarchical class split of :mod:`tabzoo.estimators.hierarchy`.
 """
 
 from __future__ import annotations

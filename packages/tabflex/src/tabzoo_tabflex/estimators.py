@@ -11,7 +11,7 @@ pickle-free save/load). What TabFlex adds:
 * **wide inputs**: more features than the model reads go through a seeded Gaussian random
   projection (:class:`tabzoo_tabflex.projection.RandomProjection`), never a column subset.
 * **many classes**: beyond the head's limit, the hierarchical class split of
-  :mod:`tabzoo_tabflex.hierarchy` (no class is merged).
+  :mod:`tabzoo.estimators.hierarchy` (no class is merged).
 * **scale**: each member's context state is computed once per call (context rows streamed in
   chunks) and query rows stream through in chunks of ``chunk_size``: memory linear in rows.
 * **regression**: target binning (paper section 6.4), prediction = expected bin centre.
@@ -29,11 +29,11 @@ import numpy as np
 import torch
 from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.estimators import InContextClassifier, InContextRegressor
+from tabzoo.estimators.hierarchy import hierarchical_proba
 from tabzoo.estimators.sk import check_is_fitted
 
 from tabzoo_tabflex.binning import TargetBinner
 from tabzoo_tabflex.config import TabFlexConfig, get_config
-from tabzoo_tabflex.hierarchy import hierarchical_proba
 from tabzoo_tabflex.model import TabFlex
 from tabzoo_tabflex.projection import RandomProjection
 from tabzoo_tabflex.selection import Selection, select_model

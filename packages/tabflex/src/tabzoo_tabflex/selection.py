@@ -11,7 +11,7 @@ Algorithm 1, for a dataset of ``n`` rows and ``d`` features:
 decides; it is kept as written.) The authors' selection ignored the class count. Here, when the
 chosen model's head has fewer logits than the task has classes, a model in the same regime whose
 head is wide enough is preferred, and otherwise the task goes through the hierarchical class split
-(:mod:`tabzoo_tabflex.hierarchy`) - classes are never merged. When the chosen config has no
+(:mod:`tabzoo.estimators.hierarchy`) - classes are never merged. When the chosen config has no
 weights available (this package ships only the CPU-sized checkpoint), the nearest available one is
 used and the features are projected to its width.
 """

@@ -1,6 +1,5 @@
 """Past the head's class limit: hierarchical classification (ORION-MSP appendix A.6), for any
-in-context classifier: one shared implementation for plugins (the algorithm of tabzoo-tabflex's
-``hierarchy`` module, which predates it).
+in-context classifier: one shared implementation for every plugin (tabflex and orion-msp use it).
 
 A head with ``max_classes`` logits cannot name more classes. Reference implementations have merged the
 extra classes into one and given it their probability; here no class is merged. The classes
