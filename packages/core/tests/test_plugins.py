@@ -117,6 +117,25 @@ def test_spec_validation() -> None:
     assert spec.create({"d": 4}) == {"d": 4}
 
 
+def test_spec_regressor_field() -> None:
+    """``regressor`` is optional, validated like an import path, and resolved lazily."""
+    plain = ArchitectureSpec(name="a", build=lambda c: c)
+    assert plain.regressor is None
+    with pytest.raises(TabzooInputError, match="ships no regressor"):
+        plain.regressor_class()
+    with pytest.raises(TabzooInputError, match="package.module:ClassName"):
+        ArchitectureSpec(name="a", build=lambda c: c, regressor="sklearn.linear_model.Ridge")
+    spec = ArchitectureSpec(name="a", build=lambda c: c, estimator="sklearn.linear_model:LogisticRegression",
+                            regressor="sklearn.linear_model:Ridge")
+    pytest.importorskip("sklearn", reason="resolving the regressor imports scikit-learn")
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    assert spec.regressor_class() is Ridge
+    assert spec.estimator_class() is LogisticRegression
+    with pytest.raises(PluginLoadError, match="no attribute"):
+        ArchitectureSpec(name="a", build=lambda c: c, regressor="sklearn.linear_model:NoSuch").regressor_class()
+
+
 def test_hookspecs_are_the_documented_four() -> None:
     import tabzoo.plugins.hookspecs as hs
 

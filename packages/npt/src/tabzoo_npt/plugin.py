@@ -36,6 +36,7 @@ def tabzoo_register_architectures(register: Any) -> None:
         capabilities=CAPABILITIES,
         kind="row-attention",
         estimator="tabzoo_npt.estimators:NPTClassifier",
+        regressor="tabzoo_npt.estimators:NPTRegressor",
         description="Non-Parametric Transformer (papers/002): alternating attention between datapoints and "
                     "between attributes, trained per table with stochastic masking; presets base, small, tiny",
     ))

@@ -38,6 +38,7 @@ def tabzoo_register_architectures(register: Any) -> None:
         capabilities=CAPABILITIES,
         kind="in-context",
         estimator="tabzoo_tabflex.estimators:TabFlexClassifier",
+        regressor="tabzoo_tabflex.estimators:TabFlexRegressor",
         pretrained=("tabflex-small", "tabflex-icl"),
         description="TabFlex (papers/004): TabPFN-style ICL with non-causal linear attention; "
                     "presets S100, L100, H1K, small (shipped), tiny",

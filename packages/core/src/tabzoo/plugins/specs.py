@@ -49,6 +49,8 @@ class ArchitectureSpec:
     :param capabilities: property names from :mod:`tabzoo.testing` the model claims.
     :param kind: one of :data:`ARCHITECTURE_KINDS`.
     :param estimator: ``"pkg.module:ClassName"`` of its scikit-learn estimator, or ``None``.
+    :param regressor: ``"pkg.module:ClassName"`` of its scikit-learn regressor, or ``None`` (when
+        ``estimator`` is a classifier and the plugin also ships a regressor).
     :param pretrained: names of the checkpoints it ships as package data.
     """
 
@@ -58,6 +60,7 @@ class ArchitectureSpec:
     capabilities: frozenset[str] = frozenset()
     kind: str = "in-context"
     estimator: str | None = None
+    regressor: str | None = None
     pretrained: tuple[str, ...] = ()
     description: str = ""
 
@@ -87,6 +90,11 @@ class ArchitectureSpec:
                 f"architecture {self.name!r}: capabilities must be a set of capability names (strings), "
                 f"e.g. frozenset({{'in_context'}}); got {self.capabilities!r}."
             )
+        if self.regressor is not None and (not isinstance(self.regressor, str) or ":" not in self.regressor):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: regressor must be 'package.module:ClassName' or None, "
+                f"got {self.regressor!r}."
+            )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:
         """Build the model from ``default_config`` updated with ``config``."""
@@ -105,6 +113,12 @@ class ArchitectureSpec:
         if self.estimator is None:
             raise TabzooInputError(f"architecture {self.name!r} ships no estimator.")
         return resolve_object(self.estimator)
+
+    def regressor_class(self) -> Any:
+        """Import and return the regressor class, or raise when the plugin has none."""
+        if self.regressor is None:
+            raise TabzooInputError(f"architecture {self.name!r} ships no regressor.")
+        return resolve_object(self.regressor)
 
 
 @dataclass(frozen=True)
