@@ -1,0 +1,306 @@
+"""Model runners of ``benchmarks/realdata.py``: the tabzoo estimators (found through the plugin
+registry) and the peers, each behind one call ``fit_predict(X_train, y_train, X_test)``.
+
+Every runner returns, for classification, probabilities ``[n_test, len(labels)]`` aligned to the
+table's full label list (a class absent from the training rows gets probability 0), and for
+regression the predictions ``[n_test]``. Each family gets the preprocessing it expects:
+
+* tabzoo estimators: the DataFrame as is (their own preprocessing handles categories and NaN);
+* LogisticRegression / RidgeCV: median imputation with missing indicators and standard scaling
+  of numbers, one-hot encoding of categories (missing = its own level, rare levels pooled);
+* RandomForest, HistGradientBoosting: ordinal codes (NaN kept as missing);
+* XGBoost and LightGBM: pandas ``category`` columns (native categorical splits);
+* CatBoost: string categories as ``cat_features``.
+
+All peers run single-threaded (``n_jobs=1`` / ``thread_count=1``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Runner", "discover_tabzoo", "peer_runners", "PEER_SETTINGS"]
+
+#: the settings of every peer, reported in the JSON (library defaults unless named here)
+PEER_SETTINGS: dict[str, dict[str, Any]] = {
+    "linear": {"classification": "LogisticRegression(C=1.0, max_iter=1000)",
+               "regression": "RidgeCV(alphas=logspace(-3, 3, 13))",
+               "preprocessing": "median impute + missing indicators + StandardScaler; OneHotEncoder(min_frequency=5, "
+                                "max_categories=30, handle_unknown='infrequent_if_exist')"},
+    "random_forest": {"n_estimators": 100, "n_jobs": 1, "preprocessing": "ordinal codes, NaN kept"},
+    "hist_gbdt": {"defaults": True, "categorical_features": "native for <= 255 levels, else ordinal codes"},
+    "xgboost": {"defaults": True, "tree_method": "hist", "enable_categorical": True, "n_jobs": 1},
+    "lightgbm": {"defaults": True, "n_jobs": 1, "verbose": -1, "categorical": "pandas category columns"},
+    "catboost": {"iterations": 500, "thread_count": 1, "cat_features": "string columns",
+                 "note": "iterations lowered from the default 1000 for the 45-minute CPU budget"},
+}
+
+
+@dataclass
+class Runner:
+    """One model of the suite.
+
+    :param name: name in the JSON (``"tabflex"``, ``"xgboost"``...).
+    :param family: ``"tabzoo"`` or ``"peer"``.
+    :param fit_predict: ``(X_train, y_train, X_test, labels, seed) -> proba | predictions``.
+    :param settings: what the JSON records about how it was run.
+    :param first_split_only: the model runs on split 0 only (a stated time cap).
+    """
+
+    name: str
+    family: str
+    task: str
+    fit_predict: Callable[..., np.ndarray] = field(repr=False)
+    settings: dict[str, Any] = field(default_factory=dict)
+    first_split_only: bool = False
+
+
+def _align(proba: np.ndarray, classes: Any, labels: list[str]) -> np.ndarray:
+    """Columns of ``proba`` (in ``classes`` order) placed in the order of ``labels``."""
+    out = np.zeros((proba.shape[0], len(labels)), dtype=np.float64)
+    index = {lab: i for i, lab in enumerate(labels)}
+    for j, c in enumerate(list(classes)):
+        out[:, index[str(c)]] = proba[:, j]
+    s = out.sum(axis=1, keepdims=True)
+    return np.where(s > 0, out / np.where(s > 0, s, 1.0), 1.0 / len(labels))
+
+
+def _cat_cols(X: pd.DataFrame) -> list[str]:
+    return [c for c in X.columns if isinstance(X[c].dtype, pd.CategoricalDtype)]
+
+
+# -- tabzoo ----------------------------------------------------------------------------------------
+def _kind_of(cls: type) -> set[str]:
+    from sklearn.base import ClassifierMixin, RegressorMixin
+
+    kinds = set()
+    if issubclass(cls, ClassifierMixin):
+        kinds.add("classification")
+    if issubclass(cls, RegressorMixin):
+        kinds.add("regression")
+    return kinds or {"classification", "regression"}  # a multi-task estimator takes both
+
+
+def _tabzoo_runner(name: str, cls: type, task: str, kwargs: dict[str, Any],
+                   first_split_only: bool) -> Runner:
+    accepts_seed = "random_state" in inspect.signature(cls.__init__).parameters
+
+    def fit_predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, labels: list[str] | None,
+                    seed: int) -> np.ndarray:
+        est = cls(**kwargs, **({"random_state": seed} if accepts_seed else {}))
+        if task == "classification":
+            est.fit(X_train, y_train.to_numpy())
+            return _align(np.asarray(est.predict_proba(X_test), dtype=np.float64), est.classes_, labels or [])
+        est.fit(X_train, y_train.to_numpy(dtype=np.float64))
+        return np.asarray(est.predict(X_test), dtype=np.float64).reshape(-1)
+
+    settings = {"class": f"{cls.__module__}:{cls.__name__}", "kwargs": dict(kwargs),
+                "first_split_only": first_split_only}
+    return Runner(name, "tabzoo", task, fit_predict, settings, first_split_only)
+
+
+def discover_tabzoo(task: str, overrides: dict[str, dict[str, Any]],
+                    first_split_only: set[str]) -> tuple[list[Runner], list[dict[str, str]]]:
+    """Every installed tabzoo estimator for ``task``, through the plugin registry.
+
+    ``ArchitectureSpec.estimator`` names the classifier (or a multi-task estimator, used for both
+    tasks), ``ArchitectureSpec.regressor`` the regressor. Architectures without an estimator for
+    ``task`` are returned in the second list with the reason.
+    """
+    from tabzoo.plugins import get_architecture, list_architectures
+
+    runners, absent = [], []
+    for arch in list_architectures():
+        spec = get_architecture(arch)
+        path = None
+        if task == "regression" and getattr(spec, "regressor", None):
+            path = spec.regressor
+        elif spec.estimator:
+            cls = spec.estimator_class()
+            if task in _kind_of(cls):
+                path = spec.estimator
+        if path is None:
+            why = (f"registers no estimator (kind {spec.kind!r})" if not spec.estimator
+                   else f"registers no {task} estimator")
+            absent.append({"model": arch, "task": task, "reason": why})
+            continue
+        mod, _, attr = path.partition(":")
+        cls = getattr(importlib.import_module(mod), attr)
+        runners.append(_tabzoo_runner(arch, cls, task, overrides.get(arch, {}), arch in first_split_only))
+    return runners, absent
+
+
+# -- peers ---------------------------------------------------------------------------------------
+def _linear(task: str) -> Callable[..., np.ndarray]:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        cats = _cat_cols(X_train)
+        nums = [c for c in X_train.columns if c not in cats]
+
+        def prep(X: pd.DataFrame) -> pd.DataFrame:
+            X = X.copy()
+            for c in cats:
+                X[c] = X[c].astype(object).where(X[c].notna(), "__missing__")
+            return X
+
+        parts = []
+        if nums:
+            parts.append(("num", make_pipeline(SimpleImputer(strategy="median", add_indicator=True,
+                                                             keep_empty_features=True), StandardScaler()), nums))
+        if cats:
+            parts.append(("cat", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=5,
+                                               max_categories=30, sparse_output=False), cats))
+        ct = ColumnTransformer(parts)
+        if task == "classification":
+            model = make_pipeline(ct, LogisticRegression(C=1.0, max_iter=1000))
+            model.fit(prep(X_train), y_train.to_numpy())
+            return _align(model.predict_proba(prep(X_test)), model.classes_, labels)
+        model = make_pipeline(ct, RidgeCV(alphas=np.logspace(-3, 3, 13)))
+        model.fit(prep(X_train), y_train.to_numpy(dtype=float))
+        return model.predict(prep(X_test))
+
+    return fit_predict
+
+
+def _ordinal(X_train: pd.DataFrame, X_test: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+    """Ordinal codes by the training categories (unknown and missing -> NaN); cat column indices
+    with <= 255 levels (native in HistGradientBoosting) and all cat indices."""
+    cats = set(_cat_cols(X_train))
+    tr, te, small, allcat = [], [], [], []
+    for j, c in enumerate(X_train.columns):
+        if c in cats:
+            levels = pd.Index(X_train[c].dropna().unique())
+            to_code = {v: float(i) for i, v in enumerate(levels)}
+            tr.append(X_train[c].astype(object).map(to_code).astype(float).to_numpy())
+            te.append(X_test[c].astype(object).map(to_code).astype(float).to_numpy())
+            allcat.append(j)
+            if len(levels) <= 255:
+                small.append(j)
+        else:
+            tr.append(X_train[c].to_numpy(dtype=float))
+            te.append(X_test[c].to_numpy(dtype=float))
+    return np.column_stack(tr), np.column_stack(te), small, allcat
+
+
+def _random_forest(task: str) -> Callable[..., np.ndarray]:
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        a, b, _, _ = _ordinal(X_train, X_test)
+        if task == "classification":
+            m = RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=seed).fit(a, y_train.to_numpy())
+            return _align(m.predict_proba(b), m.classes_, labels)
+        return RandomForestRegressor(n_estimators=100, n_jobs=1, random_state=seed).fit(
+            a, y_train.to_numpy(dtype=float)).predict(b)
+
+    return fit_predict
+
+
+def _hist_gbdt(task: str) -> Callable[..., np.ndarray]:
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        a, b, small, _ = _ordinal(X_train, X_test)
+        mask = np.zeros(a.shape[1], dtype=bool)
+        mask[small] = True
+        cf = mask if mask.any() else None
+        if task == "classification":
+            m = HistGradientBoostingClassifier(categorical_features=cf, random_state=seed).fit(a, y_train.to_numpy())
+            return _align(m.predict_proba(b), m.classes_, labels)
+        return HistGradientBoostingRegressor(categorical_features=cf, random_state=seed).fit(
+            a, y_train.to_numpy(dtype=float)).predict(b)
+
+    return fit_predict
+
+
+def _encode_labels(y_train: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    classes, codes = np.unique(y_train.to_numpy().astype(str), return_inverse=True)
+    return classes, codes
+
+
+def _xgboost(task: str) -> Callable[..., np.ndarray]:
+    import xgboost as xgb
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        kw = dict(tree_method="hist", enable_categorical=True, n_jobs=1, random_state=seed)
+        if task == "classification":
+            classes, codes = _encode_labels(y_train)
+            m = xgb.XGBClassifier(**kw).fit(X_train, codes)
+            return _align(m.predict_proba(X_test), classes, labels)
+        return xgb.XGBRegressor(**kw).fit(X_train, y_train.to_numpy(dtype=float)).predict(X_test)
+
+    return fit_predict
+
+
+def _lightgbm(task: str) -> Callable[..., np.ndarray]:
+    import lightgbm as lgb
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        kw = dict(n_jobs=1, verbose=-1, random_state=seed)
+        if task == "classification":
+            classes, codes = _encode_labels(y_train)
+            m = lgb.LGBMClassifier(**kw).fit(X_train, codes)
+            return _align(m.predict_proba(X_test), classes, labels)
+        return lgb.LGBMRegressor(**kw).fit(X_train, y_train.to_numpy(dtype=float)).predict(X_test)
+
+    return fit_predict
+
+
+def _catboost(task: str) -> Callable[..., np.ndarray]:
+    import catboost as cb
+
+    def fit_predict(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        cats = _cat_cols(X_train)
+
+        def prep(X: pd.DataFrame) -> pd.DataFrame:
+            X = X.copy()
+            for c in cats:
+                X[c] = X[c].astype(object).where(X[c].notna(), "__missing__").astype(str)
+            return X
+
+        kw = dict(iterations=500, thread_count=1, verbose=False, random_seed=seed, cat_features=cats,
+                  allow_writing_files=False)
+        if task == "classification":
+            classes, codes = _encode_labels(y_train)
+            m = cb.CatBoostClassifier(**kw).fit(prep(X_train), codes)
+            return _align(m.predict_proba(prep(X_test)), classes, labels)
+        return cb.CatBoostRegressor(**kw).fit(prep(X_train), y_train.to_numpy(dtype=float)).predict(prep(X_test))
+
+    return fit_predict
+
+
+_PEERS = {"linear": _linear, "random_forest": _random_forest, "hist_gbdt": _hist_gbdt, "xgboost": _xgboost,
+          "lightgbm": _lightgbm, "catboost": _catboost}
+_PEER_MODULES = {"xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost"}
+
+
+def peer_runners(task: str, only: set[str] | None = None) -> tuple[list[Runner], list[dict[str, str]]]:
+    """The peers for ``task``; a peer whose package does not import is returned with the reason."""
+    runners, absent = [], []
+    for name, make in _PEERS.items():
+        if only is not None and name not in only:
+            continue
+        mod = _PEER_MODULES.get(name)
+        if mod is not None:
+            try:
+                importlib.import_module(mod)
+            except ImportError as exc:
+                absent.append({"model": name, "task": task, "reason": f"{mod} does not import: {exc}"})
+                continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runners.append(Runner(name, "peer", task, make(task), dict(PEER_SETTINGS[name])))
+    return runners, absent
