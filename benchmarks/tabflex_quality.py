@@ -169,6 +169,11 @@ WIDE_VARIANTS: dict[str, dict[str, Any]] = {
     "tabflex_subsample": {"wide_features": "subsample"},
     "tabflex_subsample_8": {"wide_features": "subsample", "n_estimators": 8},
 }
+MANY_CLASS_VARIANTS: dict[str, dict[str, Any]] = {
+    "tabflex_hierarchical": {"many_class": "hierarchical"},
+    "tabflex_ecoc": {"many_class": "ecoc"},
+    "tabflex_ecoc_icl": {"many_class": "ecoc", "checkpoint": "tabflex-icl"},
+}
 REGRESSION_VARIANTS: dict[str, dict[str, Any]] = {
     "tabflex_bins10_noshift": {"n_bins": 10, "bin_shift": False},
     "tabflex_bins10_shift": {"n_bins": 10},
@@ -257,6 +262,9 @@ def compare_checkpoints(tables: dict[str, dict[str, Any]], ckpts: list[str], n_s
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sections", nargs="+", default=["all"],
+                    choices=["all", "classification", "wide", "regression", "many_class", "timing"],
+                    help="which parts to run (default all)")
     ap.add_argument("--compare-checkpoints", nargs="+", default=None, help="checkpoint names / path stems")
     ap.add_argument("--quick", action="store_true", help="fewer splits and tables (a smoke run)")
     ap.add_argument("--out", default=None, help="also write the JSON here (refuses to overwrite)")
@@ -275,18 +283,28 @@ def main() -> None:
             {k: v for k, v in tables.items() if k not in ("pd_speech", "leaf32")}, args.compare_checkpoints, n_cls)
         _emit(result, args.out, t_start)
         return
-    result["classification"] = {}
-    for name in [n for n in tables if tables[n]["task"] == "classification" and n != "pd_speech"]:
-        result["classification"][name] = run_table(name, tables[name], n_cls, CLASSIFICATION_VARIANTS)
-        print(f"done {name}", file=sys.stderr)
-    result["wide"] = {"pd_speech": run_table("pd_speech", tables["pd_speech"], n_cls, WIDE_VARIANTS)}
-    print("done wide", file=sys.stderr)
-    result["regression"] = {}
-    for name in [n for n in tables if tables[n]["task"] == "regression"]:
-        result["regression"][name] = run_table(name, tables[name], n_reg, REGRESSION_VARIANTS)
-        print(f"done {name}", file=sys.stderr)
-    result["fit_mode"] = cache_timing(tables["leaf26"], repeats=3)
-    result["precision"] = precision_timing(tables["breast_cancer"])
+    want = set(args.sections)
+    run = (lambda part: "all" in want or part in want)  # noqa: E731
+    if run("classification"):
+        result["classification"] = {}
+        for name in [n for n in tables if tables[n]["task"] == "classification" and n != "pd_speech"]:
+            result["classification"][name] = run_table(name, tables[name], n_cls, CLASSIFICATION_VARIANTS)
+            print(f"done {name}", file=sys.stderr)
+    if run("many_class"):
+        result["many_class"] = {name: run_table(name, tables[name], n_cls, MANY_CLASS_VARIANTS)
+                                for name in ("leaf26", "leaf32") if name in tables}
+        print("done many_class", file=sys.stderr)
+    if run("wide"):
+        result["wide"] = {"pd_speech": run_table("pd_speech", tables["pd_speech"], n_cls, WIDE_VARIANTS)}
+        print("done wide", file=sys.stderr)
+    if run("regression"):
+        result["regression"] = {}
+        for name in [n for n in tables if tables[n]["task"] == "regression"]:
+            result["regression"][name] = run_table(name, tables[name], n_reg, REGRESSION_VARIANTS)
+            print(f"done {name}", file=sys.stderr)
+    if run("timing"):
+        result["fit_mode"] = cache_timing(tables["leaf26"], repeats=3)
+        result["precision"] = precision_timing(tables["breast_cancer"])
     _emit(result, args.out, t_start)
 
 

@@ -142,3 +142,32 @@ def test_inference_precision() -> None:
     assert check_fit_mode("fit_with_cache") == "fit_with_cache"
     with pytest.raises(TabzooInputError, match="fit_mode"):
         check_fit_mode("cache")
+
+
+@given(n_classes=st.integers(11, 40), n_codes=st.integers(1, 20), seed=st.integers(0, 99))
+def test_ecoc_codebook_is_balanced(n_classes: int, n_codes: int, seed: int) -> None:
+    from tabzoo.estimators.hierarchy import ecoc_codebook
+
+    book = ecoc_codebook(n_classes, 10, n_codes, seed)
+    assert book.shape == (n_codes, n_classes) and book.min() == 0 and book.max() == 9
+    for code in book:
+        sizes = np.bincount(code, minlength=10)
+        assert sizes.max() - sizes.min() <= 1
+
+
+def test_ecoc_decodes_an_oracle_and_sums_to_one() -> None:
+    from tabzoo.estimators.hierarchy import ecoc_codebook, ecoc_proba
+
+    n_classes, truth = 26, np.arange(52) % 26  # query row j is of class truth[j]
+    y_context = np.arange(260) % 26
+    book = ecoc_codebook(n_classes, 10, 12, seed=5)
+
+    def oracle(i: int, labels: np.ndarray, k: int) -> np.ndarray:
+        np.testing.assert_array_equal(labels, book[i][y_context])  # the model sees code i's groups
+        p = np.full((truth.size, k), 0.05 / (k - 1))
+        p[np.arange(truth.size), book[i][truth]] = 0.95
+        return p
+
+    p = ecoc_proba(oracle, y_context, n_classes, 10, truth.size, n_codes=12, seed=5)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert (p.argmax(axis=1) == truth).all() and (p > 0).all()

@@ -225,3 +225,20 @@ def test_regression_members_shift_bins() -> None:
     assert np.isfinite(mode).all() and y[:90].min() - 1e-9 <= mode.min() and mode.max() <= y[:90].max() + 1e-9
     # the regressor's quality: better than predicting the mean
     assert np.mean((p - y[90:]) ** 2) < np.var(y[90:])
+
+
+def test_many_class_ecoc_path() -> None:
+    X, _ = _data(n=160, seed=5)
+    y = np.arange(160) % 13
+    X[:, 3] += y  # learnable
+    ecoc = _clf(n_estimators=2, many_class="ecoc").fit(X[:130], y[:130])
+    cached = _clf(n_estimators=2, many_class="ecoc", fit_mode="fit_with_cache").fit(X[:130], y[:130])
+    p = ecoc.predict_proba(X[130:])
+    assert p.shape == (30, 13) and (p > 0).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_allclose(cached.predict_proba(X[130:]), p, atol=1e-5)
+    assert len(cached.context_cache_) == 16  # one state per code
+    hier = _clf(n_estimators=2).fit(X[:130], y[:130]).predict_proba(X[130:])
+    assert not np.allclose(hier, p)
+    with pytest.raises(TabzooInputError, match="many_class"):
+        _clf(many_class="ovr").fit(X, y)

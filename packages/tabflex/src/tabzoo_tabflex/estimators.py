@@ -76,6 +76,9 @@ class TabFlexClassifier(_Common, InContextClassifier):
     :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
     :param random_state: seed of the ensemble members (None: fresh; int; RandomState; Generator).
     :param verbose: progress bar over query chunks.
+    :param many_class: more classes than the head: ``"hierarchical"`` (balanced class tree,
+        ``p(c) = p(group) p(c | group)``) or ``"ecoc"`` (16 random balanced error-correcting codes, one
+        member per code, log-probabilities summed; see :func:`tabzoo.estimators.hierarchy.ecoc_proba`).
     (The further parameters are listed below.)
 
     Fitted: ``classes_``, ``selection_`` (which model and why), ``projection_`` (or None),
@@ -90,7 +93,7 @@ class TabFlexClassifier(_Common, InContextClassifier):
                  random_state: Any = 0, verbose: bool = False, *,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample") -> None:
+                 wide_features: str = "subsample", many_class: str = "hierarchical") -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -105,6 +108,7 @@ class TabFlexClassifier(_Common, InContextClassifier):
         self.fit_mode = fit_mode
         self.inference_precision = inference_precision
         self.wide_features = wide_features
+        self.many_class = many_class
 
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""

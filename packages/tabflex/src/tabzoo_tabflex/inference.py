@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.estimators import InContextRegressor
-from tabzoo.estimators.hierarchy import hierarchical_proba
+from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
 from tabzoo.estimators.options import check_fit_mode, resolve_inference_dtype
 
 from tabzoo_tabflex.config import TabFlexConfig, get_config
@@ -35,10 +35,13 @@ from tabzoo_tabflex.selection import Selection, select_model
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_CHECKPOINT", "WIDE_MODES", "load_tabflex"]
+__all__ = ["DEFAULT_CHECKPOINT", "MANY_CLASS", "WIDE_MODES", "load_tabflex"]
 
 DEFAULT_CHECKPOINT = "tabflex-small"
 WIDE_MODES = ("subsample", "project")
+MANY_CLASS = ("ecoc", "hierarchical")
+#: codes of the error-correcting output code path (more classes than the head)
+N_CODES = 16
 _CKPT_DIR = Path(__file__).parent / "checkpoints"
 
 
@@ -158,6 +161,11 @@ class TabFlexMixin:
                 f"wide_features={self.wide_features!r} is not valid; pass 'subsample' (members see different "
                 "feature subsets) or 'project' (one seeded Gaussian random projection shared by all members)."
             )
+        if getattr(self, "many_class", "hierarchical") not in MANY_CLASS:
+            raise TabzooInputError(
+                f"many_class={self.many_class!r} is not valid; pass 'ecoc' (error-correcting output codes) or "  # type: ignore[attr-defined]
+                "'hierarchical' (the balanced class tree) for more classes than the head takes."
+            )
         if X is not None and y is not None:
             self.selection_ = self._select(X, self._n_classes_for_selection(y))
         Xt = super()._fit_context(X, y)  # type: ignore[misc]
@@ -251,6 +259,12 @@ class TabFlexMixin:
         limit = int(self.model_.max_classes)  # type: ignore[attr-defined]
         if k <= limit:
             return self._member_proba(ids, None, y, k, x_query)
+        if getattr(self, "many_class", "hierarchical") == "ecoc":
+            def code(i: int, labels: np.ndarray, kk: int) -> np.ndarray:  # one member per code, cycling
+                return self._member_proba([ids[i % len(ids)]], None, labels, kk, x_query)
+
+            return ecoc_proba(code, y, k, limit, x_query.shape[0], n_codes=N_CODES,
+                              seed=int(self.members_[0].seed))  # type: ignore[attr-defined]
 
         def predict(rows: np.ndarray, labels: np.ndarray, kk: int) -> np.ndarray:
             return self._member_proba(ids, rows, labels, kk, x_query)
