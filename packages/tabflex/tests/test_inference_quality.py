@@ -238,7 +238,7 @@ def test_many_class_ecoc_path() -> None:
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     np.testing.assert_allclose(cached.predict_proba(X[130:]), p, atol=1e-5)
     assert len(cached.context_cache_) == 16  # one state per code
-    hier = _clf(n_estimators=2).fit(X[:130], y[:130]).predict_proba(X[130:])
+    hier = _clf(n_estimators=2, many_class="hierarchical").fit(X[:130], y[:130]).predict_proba(X[130:])
     assert not np.allclose(hier, p)
     with pytest.raises(TabzooInputError, match="many_class"):
         _clf(many_class="ovr").fit(X, y)

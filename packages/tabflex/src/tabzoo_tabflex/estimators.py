@@ -76,9 +76,11 @@ class TabFlexClassifier(_Common, InContextClassifier):
     :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
     :param random_state: seed of the ensemble members (None: fresh; int; RandomState; Generator).
     :param verbose: progress bar over query chunks.
-    :param many_class: more classes than the head: ``"hierarchical"`` (balanced class tree,
-        ``p(c) = p(group) p(c | group)``) or ``"ecoc"`` (16 random balanced error-correcting codes, one
-        member per code, log-probabilities summed; see :func:`tabzoo.estimators.hierarchy.ecoc_proba`).
+    :param many_class: more classes than the head: ``"ecoc"`` (default: 16 random balanced
+        error-correcting codes, one member per code, log-probabilities summed; see
+        :func:`tabzoo.estimators.hierarchy.ecoc_proba`) or ``"hierarchical"`` (balanced class tree,
+        ``p(c) = p(group) p(c | group)``). ECOC measured better on the 26- and 32-species FLAVIA leaves
+        (accuracy 0.936 vs 0.932 and 0.891 vs 0.837, log-loss 0.29 vs 0.62 and 0.55 vs 0.92).
     (The further parameters are listed below.)
 
     Fitted: ``classes_``, ``selection_`` (which model and why), ``projection_`` (or None),
@@ -93,7 +95,7 @@ class TabFlexClassifier(_Common, InContextClassifier):
                  random_state: Any = 0, verbose: bool = False, *,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample", many_class: str = "hierarchical") -> None:
+                 wide_features: str = "subsample", many_class: str = "ecoc") -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
