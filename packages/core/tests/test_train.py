@@ -270,3 +270,24 @@ def test_resume_with_more_steps_follows_the_longer_cosine(tmp_path: Path) -> Non
     assert sched["_last_lr"][0] == pytest.approx(longer.lr * want(20))
     # between the two ends the lr was above the old run's floor
     assert want(6) > want(20) and want(6) > short.min_lr_ratio
+
+
+def test_freeze_keeps_parameters_fixed_and_survives_resume(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    start = build({"temperature": 3.0})
+    before = {k: v.clone() for k, v in start.state_dict().items()}
+    res = pretrain(start, BlobsPrior(), out=tmp_path, steps=4, checkpoint_every=2, freeze=["feature_weight"],
+                   **{**FAST, "lr": 0.1, "weight_decay": 0.5})
+    assert torch.equal(res.model.feature_weight, before["feature_weight"])  # no step, no weight decay
+    assert not torch.equal(res.model.log_temp, before["log_temp"])  # the rest trains
+    # resume the same run with another freeze list: the optimizer state still loads
+    again = pretrain(build({"temperature": 3.0}), BlobsPrior(), out=tmp_path, steps=6, resume=True,
+                     freeze=["log_temp"], **{**FAST, "lr": 0.1})
+    assert again.steps == 6 and torch.equal(again.model.log_temp, res.model.log_temp)
+    assert not torch.equal(again.model.feature_weight, before["feature_weight"])
+    with pytest.raises(TabzooInputError, match="match no parameter"):
+        pretrain(build({}), BlobsPrior(), steps=1, freeze=["nope"], **FAST)
+    with pytest.raises(TabzooInputError, match="every parameter"):
+        pretrain(build({}), BlobsPrior(), steps=1, freeze=["log_temp", "feature_weight"], **FAST)
+    with pytest.raises(TabzooInputError, match="prefixes"):
+        TrainConfig(freeze="rows")  # type: ignore[arg-type]

@@ -56,6 +56,9 @@ class OrionConfig:
     :param memory_heads: memory cross-attention heads.
     :param memory_write: write blocks (latents read context rows).
     :param memory_read: read blocks (rows read the latents).
+    :param memory_gate: scale each memory read block's update by a learned scalar initialised at 0,
+        so the memory starts as the identity (see :mod:`tabzoo_orion_msp.memory`; ``False`` is the
+        ungated form, with which the small model did not learn).
     :param icl_blocks: ``N_icl``.
     :param icl_heads: ICL heads.
     :param icl_ff: ICL feed-forward width.
@@ -88,6 +91,7 @@ class OrionConfig:
     memory_heads: int = 4
     memory_write: int = 1
     memory_read: int = 1
+    memory_gate: bool = True
     icl_blocks: int = 3
     icl_heads: int = 4
     icl_ff: int = 256

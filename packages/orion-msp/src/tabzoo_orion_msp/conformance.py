@@ -35,6 +35,11 @@ def _make(config: OrionConfig, seed: int) -> OrionMSP:
         model = OrionMSP(config)
     finally:
         torch.random.set_rng_state(state)
+    if model.memory is not None and model.memory.gate is not None:
+        # a fresh model's memory read is gated shut (the identity); open it, as training does, so
+        # that the numerical checks exercise the memory path too
+        with torch.no_grad():
+            model.memory.gate.fill_(1.0)
     return model.eval()
 
 

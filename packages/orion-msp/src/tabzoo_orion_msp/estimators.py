@@ -71,7 +71,10 @@ def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     """An :class:`OrionMSP` with the weights of a shipped checkpoint name or a path stem (no network)."""
     stem = _stem(checkpoint)
     tensors, config = _read(str(stem), Path(str(stem) + ".json").stat().st_mtime)
-    model = OrionMSP(dict(config))
+    config = dict(config)
+    # checkpoints written before the gated memory read existed were trained ungated
+    config.setdefault("memory_gate", False)
+    model = OrionMSP(config)
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if missing or unexpected:
         raise CheckpointError(

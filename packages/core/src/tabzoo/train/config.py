@@ -64,6 +64,7 @@ class TrainConfig:
     model_config: dict[str, Any] = field(default_factory=dict)
     prior_config: dict[str, Any] = field(default_factory=dict)
     init_from: str | None = None
+    freeze: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if int(self.steps) < 1:
@@ -74,6 +75,11 @@ class TrainConfig:
             raise TabzooInputError(f"amp must be one of {AMP_MODES}, got {self.amp!r}.")
         if self.lr <= 0:
             raise TabzooInputError(f"lr must be > 0, got {self.lr}.")
+        if isinstance(self.freeze, str) or not all(isinstance(f, str) and f for f in self.freeze):
+            raise TabzooInputError(
+                f"freeze must be a list of parameter-name prefixes, e.g. ['rows', 'memory'], got {self.freeze!r}."
+            )
+        self.freeze = list(self.freeze)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

@@ -229,12 +229,39 @@ class _Run:
         if not self.params:
             raise TabzooInputError(f"architecture {self.arch!r} has no trainable parameters.")
         self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.trainable = self._apply_freeze(cfg.freeze)
         self.sched = torch.optim.lr_scheduler.LambdaLR(
             self.opt, WarmupCosine(cfg.steps, cfg.resolved_warmup(), cfg.min_lr_ratio)
         )
         self.losses: list[float] = []
         self.step = 0
         self.wall_before = 0.0
+
+    def _apply_freeze(self, prefixes: list[str]) -> list[torch.nn.Parameter]:
+        """Set ``requires_grad=False`` on the parameters under ``prefixes``; return the rest.
+
+        Frozen parameters stay in the optimizer (so the optimizer state still loads on resume) but
+        never get a gradient, and AdamW skips parameters without one (no step, no weight decay).
+        """
+        if not prefixes:
+            return list(self.params)
+        names = dict(self.model.named_parameters())
+        unmatched = [f for f in prefixes if not any(n == f or n.startswith(f + ".") for n in names)]
+        if unmatched:
+            tops = sorted({n.split(".")[0] for n in names})
+            raise TabzooInputError(
+                f"freeze prefixes {unmatched} match no parameter of {self.arch!r}; its top-level modules are {tops}."
+            )
+        frozen = {id(p) for n, p in names.items() if any(n == f or n.startswith(f + ".") for f in prefixes)}
+        for p in self.params:
+            if id(p) in frozen:
+                p.requires_grad_(False)
+        trainable = [p for p in self.params if id(p) not in frozen]
+        if not trainable:
+            raise TabzooInputError(f"freeze={prefixes} freezes every parameter of {self.arch!r}; leave some trainable.")
+        logger.info("froze %d of %d parameter tensors (%s)", len(self.params) - len(trainable), len(self.params),
+                    ", ".join(prefixes))
+        return trainable
 
     def _init_weights(self, stem: str) -> None:
         from tabzoo.checkpoint import load_checkpoint
@@ -355,10 +382,10 @@ class _Run:
                 )
             self.scaler.scale(loss * scale).backward()
             local += float(loss.detach()) * scale
-        tzdist.average_gradients(self.params, info.world_size)
+        tzdist.average_gradients(self.trainable, info.world_size)
         self.scaler.unscale_(self.opt)
         if cfg.clip_norm:
-            torch.nn.utils.clip_grad_norm_(self.params, cfg.clip_norm)
+            torch.nn.utils.clip_grad_norm_(self.trainable, cfg.clip_norm)
         self.scaler.step(self.opt)
         self.scaler.update()
         self.sched.step()
