@@ -311,7 +311,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--test-cap", type=int, default=2000, help="test rows of the main table")
     p.add_argument("--curve-test", type=int, default=2000, help="fixed test rows of each learning curve")
     p.add_argument("--curve-sizes", default=",".join(map(str, CURVE_SIZES)))
-    p.add_argument("--curve-budget", type=float, default=60.0, help="seconds per (model, table) curve")
+    p.add_argument("--curve-budget", type=float, default=45.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
     p.add_argument("--no-curves", action="store_true")
