@@ -149,3 +149,53 @@ def test_sklearn_extra_lower_bound_matches_what_the_code_uses() -> None:
     reqs = [r for r in metadata.requires("tabzoo-core") or [] if r.startswith("scikit-learn")]
     bounds = {re.search(r">=\s*([\d.]+)", r).group(1) for r in reqs}
     assert bounds == {"1.6"}, reqs
+
+
+ROOT = Path(__file__).resolve().parents[3]
+HINT = re.compile(r"(?:pip install|uv add|uv pip install)\s+(?:-U\s+)?[\"'`]?([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*|\.)(\[[^\]]*\])?")
+THIRD_PARTY = {"torch", "uv"}  # real distributions a hint may name besides the workspace's own
+
+
+def _extras() -> dict[str, set[str]]:
+    import tomllib
+
+    out = {}
+    for pyproject in (ROOT / "packages").glob("*/pyproject.toml"):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        out[project["name"]] = set(project.get("optional-dependencies", {}))
+    return out
+
+
+@pytest.mark.skipif(not (ROOT / "packages").is_dir(), reason="needs the repository checkout")
+def test_install_hints_name_only_real_distributions_and_extras() -> None:
+    """Every ``pip install X[extra]`` / ``uv add X`` in the sources and READMEs names a workspace
+    distribution with an extra it defines (or torch/uv); no invented package names."""
+    extras = _extras()
+    files = [*(ROOT / "packages").glob("*/src/**/*.py"), *(ROOT / "packages").glob("*/README.md")]
+    files += [p for p in (ROOT / "README.md",) if p.exists()]
+    bad = []
+    for path in files:
+        for m in HINT.finditer(path.read_text()):
+            name, extra = m.group(1), (m.group(2) or "[]")[1:-1]
+            if name in {".", "a"} or name in THIRD_PARTY:
+                continue  # "pip install ." / "pip install a tabzoo plugin"
+            wanted = {e.strip() for e in extra.split(",") if e.strip()}
+            if name not in extras or not wanted <= extras[name] | {"{extras}", "{extra}"}:
+                bad.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert not bad, bad
+
+
+def test_a_missing_name_never_invents_a_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabzoo.errors import PluginLoadError
+    from tabzoo.plugins import PluginRegistry
+
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "nothing-matches-this")
+    reg = PluginRegistry()
+    reg.load_entry_points()
+    with pytest.raises(PluginLoadError) as err:
+        reg.get("architectures", "my_model")
+    assert "pip install" not in str(err.value) and "tabzoo plugins" in str(err.value)
+    with pytest.raises(PluginLoadError, match=r"provided by tabzoo-orion-msp: pip install tabzoo-orion-msp"):
+        reg.get("architectures", "orion-msp")
+    with pytest.raises(PluginLoadError, match=r"pip install tabzoo-priors"):
+        reg.get("priors", "icl")

@@ -37,7 +37,7 @@ def is_missing(module: str) -> bool:
 
 
 def install_hint(modules: list[str]) -> str:
-    """``pip install 'tabzoo-core[a,b]'`` for the extras that install ``modules``."""
+    """The pip command (tabzoo-core with its extras) for the extras that install ``modules``."""
     extras = ",".join(dict.fromkeys(EXTRAS[m][0] for m in modules))
     return f"pip install 'tabzoo-core[{extras}]'"
 

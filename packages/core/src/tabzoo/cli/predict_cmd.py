@@ -50,9 +50,9 @@ def _read(path: str) -> Any:
 
     :raises TabzooInputError: naming the file, the line or column, and the fix.
     """
-    from tabzoo.errors import TabzooInputError
-
     import pandas as pd  # checked by _check_extras before any work
+
+    from tabzoo.errors import TabzooInputError
 
     suffix = Path(path).suffix.lower()
     if suffix not in READERS:
@@ -115,11 +115,11 @@ def _check_csv(path: str) -> str:
 
 
 def _read_parquet(path: str) -> Any:
-    from tabzoo.errors import TabzooInputError
-    from tabzoo.table.errors import DTypeError, DuplicateColumnError
-
     import pyarrow as pa  # checked by _check_extras before any work
     import pyarrow.parquet as pq
+
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.table.errors import DTypeError, DuplicateColumnError
 
     try:
         table = pq.read_table(path)
