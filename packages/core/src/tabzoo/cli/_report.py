@@ -90,6 +90,7 @@ def bar_grid(path: Path, panels: Sequence[dict[str, Any]], title: str, *, ncols:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     ncols = min(ncols, len(panels))
     nrows = -(-len(panels) // ncols)
@@ -105,6 +106,7 @@ def bar_grid(path: Path, panels: Sequence[dict[str, Any]], title: str, *, ncols:
         ax.set_xlabel(panel.get("xlabel", ""), fontsize=8)
         if panel.get("log") and all(v > 0 for v in values if v == v):
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         for i, v in enumerate(values):
             if v == v:
                 ax.text(v, i, f" {v:.3g}", va="center", fontsize=7)
