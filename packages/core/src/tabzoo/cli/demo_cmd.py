@@ -159,6 +159,16 @@ def _panels(results: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     return panels
 
 
+def _winner(own: float | None, base: float | None, metric: str) -> str:
+    from tabzoo.cli._demo import lower_is_better
+
+    if own is None or base is None:
+        return "-"
+    if own == base:
+        return "tie"
+    return "model" if (own < base) == lower_is_better(metric) else "baseline"
+
+
 def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, argv: list[str]) -> Path:
     """``report.md``, ``results.json``, ``metric.png``, ``time.png`` in ``folder``; returns report.md."""
     import datetime as dt
@@ -188,7 +198,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
             base = [r for r in rows if r["baseline"]]
             b_own, b_base = _best(own), _best(base)
             summary.append([item["plugin"], ds, task, rows[0]["metric"], b_own, b_base,
-                            "-" if None in (b_own, b_base) else ("model" if _best(own + base) == b_own else "baseline")])
+                            _winner(b_own, b_base, str(rows[0]["metric"]))])
     lines += [md_table(["plugin", "dataset", "task", "metric", "best model", "best baseline", "winner"], summary), ""]
     for item in results:
         lines += [f"## {item['plugin']} ({item['distribution']} {item['version']})", "",
