@@ -177,8 +177,9 @@ def test_install_hints_name_only_real_distributions_and_extras() -> None:
     for path in files:
         for m in HINT.finditer(path.read_text()):
             name, extra = m.group(1), (m.group(2) or "[]")[1:-1]
-            if name in {".", "a"} or name in THIRD_PARTY:
-                continue  # "pip install ." / "pip install a tabzoo plugin"
+            text = path.read_text()
+            if name in {".", "a"} or name in THIRD_PARTY or name.startswith("-") or text[m.end(1):m.end(1) + 1] == "/":
+                continue  # "pip install ." / "a tabzoo plugin" / an option / a path to a built wheel
             wanted = {e.strip() for e in extra.split(",") if e.strip()}
             if name not in extras or not wanted <= extras[name] | {"{extras}", "{extra}"}:
                 bad.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
