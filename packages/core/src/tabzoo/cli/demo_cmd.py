@@ -208,8 +208,8 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
         if item["error"]:
             lines += [f"**Failed:** `{item['error']}`", ""]
             continue
-        rows = [r[1:] for r in table_rows([item])]
-        lines += [md_table(["dataset", "task", "model", "role", "metric", "value", "fit+predict s", ""], rows), ""]
+        table = [r[1:] for r in table_rows([item])]
+        lines += [md_table(["dataset", "task", "model", "role", "metric", "value", "fit+predict s", ""], table), ""]
     if any(pngs):
         lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in pngs if p] + [""]
     else:
