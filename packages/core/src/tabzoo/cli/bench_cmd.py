@@ -36,7 +36,11 @@ from tabzoo.errors import TabzooInputError
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="list / run the benchmark scripts; collect their JSON into a report",
-                       description=(__doc__ or "").split("\n\n")[0])
+                       description="Without NAME: list the benchmark scripts of --dir (default ./benchmarks, "
+                       "run from a clone's root). With NAME: run those scripts, keep the JSON each prints "
+                       "under <dir>/results/ (never overwriting) and collect it into a report. With "
+                       "--collect: only collect the JSON already in <dir>/results/ into one report of "
+                       "scaling slopes, speed-ups and fractions of the measured peak.")
     p.add_argument("names", nargs="*", metavar="NAME", help="benchmark scripts to run (see `tabzoo bench`)")
     p.add_argument("--dir", default="benchmarks", help="the benchmarks folder (default: ./benchmarks)")
     p.add_argument("--collect", action="store_true", help="run nothing; collect <dir>/results/*.json")
