@@ -52,6 +52,9 @@ class ArchitectureSpec:
     :param regressor: ``"pkg.module:ClassName"`` of its scikit-learn regressor, or ``None`` (when
         ``estimator`` is a classifier and the plugin also ships a regressor).
     :param pretrained: names of the checkpoints it ships as package data.
+    :param demo: ``"pkg.module:function"`` of its ``tabzoo demo`` entry, a function
+        ``run_demo(*, seed=0, quick=True) -> list[dict]`` (see :mod:`tabzoo.cli.demo_cmd`). When
+        ``None``, ``tabzoo demo`` looks for ``<plugin package>.demo:run_demo`` by convention.
     """
 
     name: str
@@ -63,6 +66,7 @@ class ArchitectureSpec:
     regressor: str | None = None
     pretrained: tuple[str, ...] = ()
     description: str = ""
+    demo: str | None = None
 
     def __post_init__(self) -> None:
         ArchitectureSpec.validate(self)
@@ -94,6 +98,13 @@ class ArchitectureSpec:
             raise TabzooInputError(
                 f"architecture {self.name!r}: regressor must be 'package.module:ClassName' or None, "
                 f"got {self.regressor!r}."
+            )
+        if self.demo is not None and (
+            not isinstance(self.demo, str) or self.demo.count(":") != 1 or not all(self.demo.split(":"))
+        ):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: demo must be 'package.module:function' (e.g. "
+                f"'my_pkg.demo:run_demo') or None; got {self.demo!r}."
             )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:
