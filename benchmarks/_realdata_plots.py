@@ -98,7 +98,7 @@ def write_plots(result: dict[str, Any], stem: Path) -> dict[str, str]:
             ax2.barh([m for m, _ in ranked][::-1], [r for _, r in ranked][::-1],
                      color=[_style(m)[0] for m, _ in ranked][::-1])
             ax2.set_xlabel(f"mean rank by {metric} (1 = best)")
-            ax2.set_title(f"{task}: mean rank over {s['tables']} tables", fontsize=10)
+            ax2.set_title(f"{task}: mean rank over {s.get('ranked_tables', s['tables'])} tables", fontsize=10)
         fig.tight_layout()
         written["metrics"] = _save(fig, paths["metrics"])
         plt.close(fig)

@@ -75,9 +75,12 @@ def summarize(records: list[dict[str, Any]], tabzoo_models: list[str]) -> dict[s
             continue
         wide = tm.pivot(index="table", columns="model", values=primary)
         n_tables = wide.shape[0]
-        full = [m for m in wide.columns if wide[m].notna().sum() == n_tables]
-        # rank among the models that ran on every table (1 = best; ties share the mean rank)
-        ranks_full = wide[full].rank(axis=1, ascending=False, method="average")
+        # rank among the models with the widest coverage (all of them on a complete run), over the
+        # tables where each of those has a result (1 = best; ties share the mean rank)
+        cover = wide.notna().sum()
+        full = [m for m in wide.columns if cover[m] == cover.max()]
+        rank_tables = wide.index[wide[full].notna().all(axis=1)]
+        ranks_full = wide.loc[rank_tables, full].rank(axis=1, ascending=False, method="average")
         ranks_all = wide.rank(axis=1, ascending=False, method="average")
         metric_names = [c for c in tm.columns if c not in ("table", "model", "seconds", "n_splits")]
         per_model: dict[str, Any] = {}
@@ -109,7 +112,8 @@ def summarize(records: list[dict[str, Any]], tabzoo_models: list[str]) -> dict[s
                              if k not in ("table", "model")}
                          for m, row in g.set_index("model").iterrows()}
                      for t, g in tm.groupby("table")}
-        out[task] = {"primary_metric": primary, "tables": int(n_tables), "models_on_every_table": full,
+        out[task] = {"primary_metric": primary, "tables": int(n_tables), "ranked_models": full,
+                     "ranked_tables": int(len(rank_tables)),
                      "per_model": per_model, "wins_losses": wins, "per_table": per_table,
                      "ranks": {t: {m: float(v) for m, v in r.dropna().items()} for t, r in ranks_full.iterrows()}}
     return out

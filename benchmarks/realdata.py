@@ -317,6 +317,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-curves", action="store_true")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--salvage", default=None, metavar="PARTIAL_JSONL",
+                   help="build the JSON from the .partial.jsonl of a cut run (nothing is fitted)")
     p.add_argument("--max-memory-gb", type=float, default=10.0,
                    help="address-space limit of this process (the machine is shared); an allocation beyond it "
                         "fails that fit, which is recorded as an error")
@@ -338,6 +340,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if a.out and Path(a.out).exists():
         p.error(f"{a.out} exists; results are never overwritten, pick a new name")
     return a
+
+
+def salvage(path: str, tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: dict[str, list[Any]],
+            args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, float], dict]:
+    """Records and curve points of a cut run from its ``.partial.jsonl``; every (table, model, split)
+    of the passes it reached that has no record is listed as a skip with that reason."""
+    with open(path, encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh if line.strip()]
+    records = [r for r in lines if "table" in r]
+    done = {(r["table"], r["model"], r["split"]) for r in records}
+    last_split = max((r["split"] for r in records), default=-1)
+    skips, spent = [], defaultdict(float)
+    for r in records:
+        spent[r["model"]] += r["fit_predict_s"]
+    for s in range(last_split + 1):
+        reached = {r["table"] for r in records if r["split"] == s}
+        for spec, _X, _y in tables:
+            if spec.name not in reached:
+                continue
+            for runner in runners[spec.task]:
+                if (runner.first_split_only and s > 0) or (spec.name, runner.name, s) in done:
+                    continue
+                skips.append({"table": spec.name, "task": spec.task, "model": runner.name, "split": s,
+                              "reason": "no record in the partial log: a time budget or feature limit "
+                                        "(see protocol), or the run was cut before it"})
+    curves: dict[str, Any] = {}
+    for r in lines:
+        if "curve" in r:
+            c = curves.setdefault(r["curve"], {"test_rows": args.curve_test, "pool_rows": None, "sizes": [],
+                                               "points": {}, "skips": []})
+            c["points"].setdefault(r["model"], []).append({k: v for k, v in r.items() if k not in ("curve", "model")})
+            if r["train_rows"] not in c["sizes"]:
+                c["sizes"].append(r["train_rows"])
+    return records, skips, dict(spent), curves
 
 
 def replot(json_path: str, stem: str) -> dict[str, str]:
@@ -387,8 +423,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tabzoo_names = sorted({r.name for rs in runners.values() for r in rs if r.family == "tabzoo"})
     warned: dict[str, Counter] = defaultdict(Counter)
 
-    records, skips, spent = run_main(tables, runners, args, warned)
-    curves = {} if args.no_curves else run_curves(tables, runners["classification"], args, warned)
+    if args.salvage:
+        records, skips, spent, curves = salvage(args.salvage, tables, runners, args)
+    else:
+        records, skips, spent = run_main(tables, runners, args, warned)
+        curves = {} if args.no_curves else run_curves(tables, runners["classification"], args, warned)
     summary = summarize(records, tabzoo_names)
     result: dict[str, Any] = {
         "benchmark": "realdata", "issue": "10 item 3", "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -403,10 +442,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                      "first_split_only": sorted(FIRST_SPLIT_ONLY), "max_features": MAX_FEATURES,
                      "max_memory_gb": args.max_memory_gb, "model_train_cap": MODEL_TRAIN_CAP,
                      "fit_timeout_s": args.timeouts, "smoke": args.smoke,
+                     "salvaged_from_a_cut_run": args.salvage,
                      "roc_auc": "binary AUC; multiclass: macro one-vs-rest over the test classes present",
                      "log_loss": "probabilities clipped at 1e-15",
-                     "rank": "per table by the primary metric (1 = best, ties averaged) among the models with a "
-                             "result on every table of the task; mean over tables"},
+                     "rank": "per table by the primary metric (1 = best, ties averaged) among the models with the "
+                             "widest coverage (every table on a complete run), over the tables where each of them "
+                             "has a result; mean over those tables"},
         "models": {task: {r.name: {"family": r.family, **r.settings} for r in rs} for task, rs in runners.items()},
         "models_not_run": absent, "tables": table_info,
         "learning_curve_tables": [t["name"] for t in table_info if t["learning_curve"]],
