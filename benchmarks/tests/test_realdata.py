@@ -134,10 +134,31 @@ def test_smoke_run_writes_json_and_plots_and_never_overwrites(tmp_path: Path, ca
     # a zero budget skips lightgbm everywhere, and says so
     assert {s["table"] for s in data["skips"] if s["model"] == "lightgbm"} == set(SMOKE_TABLES)
     assert all("budget" in s["reason"] for s in data["skips"])
-    assert set(res["plots"]) == {"metrics", "time"} and all(Path(p).exists() for p in res["plots"].values())
+    assert set(res["plots"]) == {"metrics", "time"} and all((out.parent / p).exists() for p in res["plots"].values())
     cls = data["summary"]["classification"]["per_model"]
     assert 0.5 < cls["tabflex"]["mean_roc_auc"] <= 1.0 and cls["linear"]["mean_rank"] >= 1.0
     assert "tabflex" in data["summary"]["classification"]["wins_losses"]
+    assert not Path(f"{out}.partial.jsonl").exists(), "the partial log goes once the JSON is written"
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["--smoke", "--out", str(out)])
+
+
+def test_salvage_rebuilds_a_cut_run(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """A cut run's partial log becomes a JSON whose unreached work is listed, not dropped."""
+    from realdata import main
+
+    part = tmp_path / "cut.json.partial.jsonl"
+    rec = {"table": "penguins", "task": "classification", "model": "linear", "split": 0, "train_rows": 240,
+           "test_rows": 104, "status": "ok", "fit_predict_s": 0.1,
+           "metrics": {"roc_auc": 0.99, "accuracy": 0.97, "log_loss": 0.1}}
+    part.write_text(json.dumps(rec) + "\n" + json.dumps(rec | {"model": "hist_gbdt"}) + "\n")
+    out = tmp_path / "salvaged.json"
+    main(["--smoke", "--salvage", str(part), "--out", str(out), "--no-plots"])
+    data = json.loads(out.read_text())
+    capsys.readouterr()
+    assert data["protocol"]["salvaged_from_a_cut_run"] == str(part)
+    assert {(r["model"], r["status"]) for r in data["records"]} == {("linear", "ok"), ("hist_gbdt", "ok")}
+    missing = {(s["table"], s["model"]) for s in data["skips"]}
+    assert ("penguins", "tabflex") in missing and ("penguins", "lightgbm") in missing
+    assert not any(t == "pima" for t, _ in missing), "tables the cut run never reached are not invented"
