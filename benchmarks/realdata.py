@@ -376,6 +376,21 @@ def salvage(path: str, tables: list[tuple[Any, pd.DataFrame, pd.Series]], runner
     return records, skips, dict(spent), curves
 
 
+def resummarize(json_path: str, out: str) -> dict[str, Any]:
+    """Recompute the summaries and targets of a finished run's JSON with this code (same records)."""
+    with open(json_path, encoding="utf-8") as fh:
+        res = json.load(fh)
+    tabzoo = sorted({m for rs in res["models"].values() for m, v in rs.items() if v["family"] == "tabzoo"})
+    res["summary"] = summarize(res["records"], tabzoo)
+    res["targets"] = evaluate_targets(res["summary"], res["learning_curves"]) if "tabflex" in tabzoo else {}
+    res["learning_curve_deltas_1k_to_50k"] = curve_deltas_all(res["learning_curves"]) if res["learning_curves"] else {}
+    res["resummarized"] = {"from": json_path, "by_commit": _git()["commit"],
+                           "why": "summaries and targets recomputed from the same records with the current code"}
+    with open(out, "x", encoding="utf-8") as fh:  # never overwrite
+        fh.write(json.dumps(res, indent=1, default=float))
+    return res
+
+
 def replot(json_path: str, stem: str) -> dict[str, str]:
     """Draw the PNGs of an existing result JSON under ``stem`` (never overwriting)."""
     from _realdata_plots import write_plots
@@ -388,6 +403,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--replot":
         print(replot(sys.argv[2], sys.argv[3]), file=sys.stderr)  # --replot RESULT.json STEM
         return {}
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--resummarize":
+        return resummarize(sys.argv[2], sys.argv[3])  # --resummarize RESULT.json NEW.json
     args = parse_args(argv)
     t_start = time.perf_counter()
     if args.max_memory_gb > 0:
