@@ -376,7 +376,7 @@ def salvage(path: str, tables: list[tuple[Any, pd.DataFrame, pd.Series]], runner
     return records, skips, dict(spent), curves
 
 
-def resummarize(json_path: str, out: str) -> dict[str, Any]:
+def resummarize(json_path: str, out: str, note: str = "") -> dict[str, Any]:
     """Recompute the summaries and targets of a finished run's JSON with this code (same records)."""
     with open(json_path, encoding="utf-8") as fh:
         res = json.load(fh)
@@ -384,7 +384,7 @@ def resummarize(json_path: str, out: str) -> dict[str, Any]:
     res["summary"] = summarize(res["records"], tabzoo)
     res["targets"] = evaluate_targets(res["summary"], res["learning_curves"]) if "tabflex" in tabzoo else {}
     res["learning_curve_deltas_1k_to_50k"] = curve_deltas_all(res["learning_curves"]) if res["learning_curves"] else {}
-    res["resummarized"] = {"from": json_path, "by_commit": _git()["commit"],
+    res["resummarized"] = {"from": json_path, "by_commit": _git()["commit"], "note": note,
                            "why": "summaries and targets recomputed from the same records with the current code"}
     with open(out, "x", encoding="utf-8") as fh:  # never overwrite
         fh.write(json.dumps(res, indent=1, default=float))
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(replot(sys.argv[2], sys.argv[3]), file=sys.stderr)  # --replot RESULT.json STEM
         return {}
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--resummarize":
-        return resummarize(sys.argv[2], sys.argv[3])  # --resummarize RESULT.json NEW.json
+        return resummarize(*sys.argv[2:5])  # --resummarize RESULT.json NEW.json [NOTE]
     args = parse_args(argv)
     t_start = time.perf_counter()
     if args.max_memory_gb > 0:
@@ -421,6 +421,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     specs = [t for t in TABLES if wanted is None or t.name in wanted]
     if wanted and len(specs) != len(wanted):
         raise SystemExit(f"unknown tables: {sorted(wanted - {t.name for t in specs})}")
+    git = _git()  # at the start: the code that runs (HEAD may move while a long run goes on)
     machine = machine_info()
     peak = {"fp32_matmul_gflops_1thread": round(matmul_gflops(torch.float32, n=1024), 2)}
 
@@ -450,7 +451,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "realdata", "issue": "10 item 3", "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "machine": machine | {"load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "matmul_peak": peak, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "git": _git(), "package_versions": _versions(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "git": git, "package_versions": _versions(),
         "seeds": {"splits": list(range(args.splits)), "subsample": "1000 + split", "curve_order_and_test": 7,
                   "pool_subsample": 0, "model_random_state": "split index (0 for the curves)"},
         "protocol": {"splits": args.splits, "test_size": 0.3, "stratified": True, "train_cap": args.train_cap,
