@@ -7,12 +7,12 @@ one CPU thread (``pretrain-icl.json``, then ``pretrain-icl-stage3.json``):
 =======  ======================================  ==========================================
 stage    paper                                   here
 =======  ======================================  ==========================================
-1        25 000 steps x 2 048 datasets, 1 024     800 steps x 8 datasets, 128 rows (fixed),
+1        25 000 steps x 2 048 datasets, 1 024     300 steps x 8 datasets, 128 rows (fixed),
          rows (fixed), everything trains          everything trains; one warmup + cosine
                                                   (peak 1e-3) over stages 1-2
-2        2 000 steps x 512, rows log-uniform      100 steps x 8, rows log-uniform 128-512
+2        2 000 steps x 512, rows log-uniform       40 steps x 8, rows log-uniform 128-512
          1 024-40 000
-3        50 steps x 512, rows uniform             20 steps x 8, rows uniform 512-768,
+3        50 steps x 512, rows uniform             15 steps x 8, rows uniform 512-768,
          40 000-60 000, ICL transformer only      ``freeze: [columns, rows, memory]``
 =======  ======================================  ==========================================
 
@@ -36,11 +36,11 @@ CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 
 #: the scaled-down B.2 curriculum as planned (the metadata's notes say what really ran)
 STAGES: tuple[dict[str, Any], ...] = (
-    {"stage": 1, "steps": 800, "rows": [128, 128], "rows_distribution": "fixed", "batch_size": 8,
+    {"stage": 1, "steps": 300, "rows": [128, 128], "rows_distribution": "fixed", "batch_size": 8,
      "trainable": "all"},
-    {"stage": 2, "steps": 100, "rows": [128, 512], "rows_distribution": "log_uniform", "batch_size": 8,
+    {"stage": 2, "steps": 40, "rows": [128, 512], "rows_distribution": "log_uniform", "batch_size": 8,
      "trainable": "all"},
-    {"stage": 3, "steps": 20, "rows": [512, 768], "rows_distribution": "uniform", "batch_size": 8,
+    {"stage": 3, "steps": 15, "rows": [512, 768], "rows_distribution": "uniform", "batch_size": 8,
      "trainable": "icl_only", "freeze": ["columns", "rows", "memory"]},
 )
 
