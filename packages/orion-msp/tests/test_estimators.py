@@ -113,8 +113,8 @@ def _expected_failed(estimator) -> dict[str, str]:
     rounding = {"check_methods_sample_order_invariance": _ROUNDING, "check_methods_subset_invariance": _ROUNDING}
     if _meta().get("steps", 0) >= 5000:
         return rounding
-    reason = ("the shipped checkpoint saw only ~5k prior episodes (2-core CPU) and does not yet learn "
-              "these sets; a longer run on the icl prior should")
+    reason = (f"the shipped checkpoint saw only {_meta()['extra'].get('episodes_seen')} prior episodes (one CPU "
+              "thread) and does not yet learn these sets; a longer run on the icl prior should")
     return {"check_classifiers_train": reason, "check_classifiers_classes": reason, "check_supervised_y_2d": reason,
             **rounding}
 

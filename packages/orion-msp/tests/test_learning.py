@@ -94,3 +94,20 @@ def test_the_conformance_model_exercises_the_memory() -> None:
         h = model.row_embeddings(x, 12)
         h2 = model.row_embeddings(x2, 12)
         assert not torch.allclose(model.memory(h, 12) - h, model.memory(h2, 12) - h2)
+
+
+def test_centred_rows_keep_what_tells_rows_apart_at_unit_scale() -> None:
+    """Second cause: the row stage's outputs shared a large episode-level part and collapsed (rows
+    differed by 1.7% of it after 375 steps on the icl prior); centring on the context restores them."""
+    g = torch.Generator().manual_seed(0)
+    common = torch.randn(2, 1, 16, generator=g) * 5
+    h = common + 0.05 * torch.randn(2, 30, 16, generator=g)  # rows differ by ~1% of the shared part
+    c = OrionMSP.centre_rows(h, 20)
+    torch.testing.assert_close(c[:, :20].mean(1), torch.zeros(2, 16), atol=1e-3, rtol=0)
+    torch.testing.assert_close(c[:, :20].pow(2).mean(dim=(1, 2)), torch.ones(2), atol=0.05, rtol=0)
+    assert c.std(1).mean() > 0.5  # the differences are the signal now
+    # context statistics only: changing query rows moves nothing else; one context row stays finite
+    h2 = h.clone()
+    h2[:, 20:] += 3.0
+    torch.testing.assert_close(OrionMSP.centre_rows(h2, 20)[:, :20], c[:, :20], rtol=0, atol=0)
+    assert torch.isfinite(OrionMSP.centre_rows(h, 1)).all()

@@ -10,21 +10,27 @@ from tabzoo_orion_msp.config import get_config
 
 PKG = Path(__file__).resolve().parents[1]
 ROOT = PKG.parents[1]
-RECIPE = json.loads((PKG / "pretrain-small.json").read_text())
+RECIPE = json.loads((PKG / "pretrain-icl.json").read_text())
+STAGE3 = json.loads((PKG / "pretrain-icl-stage3.json").read_text())
 
 
 def test_prior_feature_range_covers_max_features() -> None:
     cfg = get_config(RECIPE["model_config"])
-    lo, hi = RECIPE["prior_config"]["n_features"]
-    assert lo <= 2 and hi >= cfg.max_features, "every input slot up to max_features must be trained"
-    assert RECIPE["prior_config"]["n_classes"][1] >= cfg.max_classes
+    for recipe in (RECIPE, STAGE3):
+        prior = recipe["prior_config"]
+        assert prior.get("min_features", 1) <= 2 and prior["max_features"] == cfg.max_features, \
+            "every input slot up to max_features must be trained"
+        assert prior["max_classes"] == cfg.max_classes
+        assert recipe["model_config"] == RECIPE["model_config"]
+    assert STAGE3["freeze"] == ["columns", "rows", "memory"]  # B.2 stage 3: the ICL transformer only
 
 
 def test_shipped_checkpoint_matches_the_recipe() -> None:
     meta = json.loads((PKG / "src/tabzoo_orion_msp/checkpoints/orion-msp-small.json").read_text())
     cfg = get_config(meta["config"])
     assert cfg == get_config(RECIPE["model_config"]).with_(**{k: getattr(cfg, k) for k in ("name",)})
-    assert meta["extra"]["train_config"]["prior_config"]["n_features"][1] >= cfg.max_features
+    assert meta["prior"] == "icl"
+    assert meta["extra"]["train_config"]["prior_config"]["max_features"] >= cfg.max_features
 
 
 def test_prior_draws_the_widest_tables() -> None:
@@ -32,10 +38,11 @@ def test_prior_draws_the_widest_tables() -> None:
     del priors
     from tabzoo.plugins import get_registry
 
-    spec = get_registry().get("priors", "mix")
-    prior = spec.create(**{**RECIPE["prior_config"], "n_rows": [32, 32]})
-    widest = max(int(prior.sample(1, seed=s).x.shape[-1]) for s in range(40))
-    assert widest >= 60  # log-uniform draws reach the top of the range
+    spec = get_registry().get("priors", "icl")
+    config = {k: v for k, v in RECIPE["prior_config"].items() if k != "curriculum"}
+    prior = spec.create(**{**config, "n_rows": [32, 32]})
+    widths = [int(prior.sample(1, seed=s).feature_mask.sum()) for s in range(40)]
+    assert max(widths) == get_config(RECIPE["model_config"]).max_features  # the last slot is trained too
 
 
 def test_training_state_is_committed_for_resume() -> None:

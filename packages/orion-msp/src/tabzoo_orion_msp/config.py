@@ -59,6 +59,9 @@ class OrionConfig:
     :param memory_gate: scale each memory read block's update by a learned scalar initialised at 0,
         so the memory starts as the identity (see :mod:`tabzoo_orion_msp.memory`; ``False`` is the
         ungated form, with which the small model did not learn).
+    :param centre_rows: centre the row embeddings on their context mean and rescale them by
+        their context rms before the memory (:meth:`tabzoo_orion_msp.model.OrionMSP.centre_rows`;
+        not in the paper: without it the rows collapsed to one representation in training).
     :param icl_blocks: ``N_icl``.
     :param icl_heads: ICL heads.
     :param icl_ff: ICL feed-forward width.
@@ -92,6 +95,7 @@ class OrionConfig:
     memory_write: int = 1
     memory_read: int = 1
     memory_gate: bool = True
+    centre_rows: bool = True
     icl_blocks: int = 3
     icl_heads: int = 4
     icl_ff: int = 256

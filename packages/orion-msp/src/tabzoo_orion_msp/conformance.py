@@ -92,6 +92,10 @@ def _case(name: str, config: OrionConfig, description: str) -> ConformanceCase:
         n_classes=3,
         max_rows=24,
         scaling_axes={"linear_in_features": axis},
+        # centring the row embeddings on the context divides by their context rms, which scales the
+        # float32 summation-order noise of the attention stages up ~3x (context-order discrepancies
+        # 1.5e-5 against 4.7e-6 before); 2x the float32 tolerance keeps a margin
+        tol_scale=2.0,
         description=description,
         **_row_forward(),
     )

@@ -74,6 +74,7 @@ def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     config = dict(config)
     # checkpoints written before the gated memory read existed were trained ungated
     config.setdefault("memory_gate", False)
+    config.setdefault("centre_rows", False)
     model = OrionMSP(config)
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if missing or unexpected:

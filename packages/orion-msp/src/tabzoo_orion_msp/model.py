@@ -142,10 +142,29 @@ class OrionMSP(nn.Module):
         e = e * valid[:, None, :, None].to(e.dtype)
         return self.rows(e)
 
+    @staticmethod
+    def centre_rows(h: torch.Tensor, n_context: int, eps: float = 1e-4) -> torch.Tensor:
+        """Remove the part every row of an episode shares and rescale: ``[B, N, d] -> [B, N, d]``.
+
+        ``(h - mean_ctx(h)) / rms_ctx(h - mean_ctx(h))`` with the mean per dimension and one rms per
+        episode, both over the CONTEXT rows only (leak-free, order-invariant). The row stage's CLS
+        outputs share a large episode-level component; the rows differ by a few percent of it
+        (measured: 1.7% after 375 training steps, 22% at initialisation), so the ICL blocks could not
+        tell them apart and training collapsed to a constant prediction. Centred, the differences
+        between rows are the signal at unit scale.
+        """
+        # statistics in float64: their value must not depend on the order of the context rows
+        ctx = h[:, :n_context].double()
+        mean = ctx.mean(1, keepdim=True)
+        scale = (ctx - mean).pow(2).mean(dim=(1, 2), keepdim=True).add(eps).sqrt()
+        return (h - mean.to(h.dtype)) / scale.to(h.dtype)
+
     def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         """Every stage up to the final LayerNorm: ``[B, N, d_R]`` representations of all rows."""
         n_context = self._check(x, y_context)
         h = self.row_embeddings(x, n_context)
+        if self.cfg.centre_rows:
+            h = self.centre_rows(h, n_context)
         r = self.memory(h, n_context) if self.memory is not None else h
         r = self.label.add_to(r, y_context.to(r.device), n_context)  # eq. 49, context rows only
         mask = context_query(n_context, query_sees_query=self.cfg.query_sees_query)  # eq. 50 / eq. 29

@@ -13,7 +13,7 @@ from tabzoo.plugins import ArchitectureSpec, hookimpl
 _CONFIG_KEYS = (
     "name", "max_features", "max_classes", "d", "col_inducing", "col_heads", "col_blocks", "col_ff", "scales",
     "n_cls", "n_global", "row_heads", "row_blocks", "row_ff", "window", "random_links", "link_seed", "rope_base",
-    "pma_scope", "memory_slots", "memory_heads", "memory_write", "memory_read", "memory_gate", "icl_blocks", "icl_heads",
+    "pma_scope", "memory_slots", "memory_heads", "memory_write", "memory_read", "memory_gate", "centre_rows", "icl_blocks", "icl_heads",
     "icl_ff", "query_sees_query", "temperature",
 )
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
