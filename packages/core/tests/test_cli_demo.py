@@ -1,35 +1,186 @@
-"""``tabzoo demo``: the main job runs end to end on bundled data."""
+"""``tabzoo demo``: finds every installed plugin's demo, prints the table, writes a report folder.
+
+The plugins here are throwaway distributions with real entry points: one names its demo in
+``ArchitectureSpec.demo``, one ships ``<package>.demo`` by convention, one is an in-context
+classifier without a demo (the default demo runs its estimator), and one has a demo that raises.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
-from _icl_testmodel import plugin_env
+import pytest
+from _fake_dists import make_dist
+from tabzoo.cli import main
+from tabzoo.plugins import reset_registry
+
+pytest.importorskip("sklearn", reason="tabzoo demo needs scikit-learn (the test group installs it)")
+
+ROWS = '''
+def {fn}(*, seed=0, quick=True):
+    return [
+        {{"dataset": "toyset", "task": "regression", "model": "{model}", "metric": "rmse", "value": 1.5,
+          "fit_predict_s": 0.25}},
+        {{"dataset": "toyset", "task": "regression", "model": "Ridge", "metric": "rmse", "value": 2.0,
+          "fit_predict_s": 0.01}},
+        {{"dataset": "toyset", "task": "regression", "model": "HistGradientBoosting", "metric": "rmse",
+          "value": 1.0, "fit_predict_s": 0.1, "baseline": True}},
+    ]
+'''
+
+EXPLICIT = '''
+from tabzoo.plugins import hookimpl, ArchitectureSpec
+
+@hookimpl
+def tabzoo_register_architectures(register):
+    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other",
+                              demo="tz_demo_a:my_demo"))
+''' + ROWS.format(fn="my_demo", model="toy_a (fine-tuned)")
+
+BROKEN = '''
+from tabzoo.plugins import hookimpl, ArchitectureSpec
+
+@hookimpl
+def tabzoo_register_architectures(register):
+    register(ArchitectureSpec(name="toy_c", build=lambda c: None, kind="other", demo="tz_demo_c:run_demo"))
+
+def run_demo(*, seed=0, quick=True):
+    raise RuntimeError("this demo is broken on purpose")
+'''
 
 
-def test_demo_json_scores_installed_models_against_baseline(tmp_path: Path) -> None:
-    env = plugin_env(tmp_path / "site")
-    out = subprocess.run(
-        [sys.executable, "-m", "tabzoo.cli", "demo", "--json", "--repeats", "1", "--n-estimators", "1"],
-        capture_output=True, text=True, env=env, check=True, timeout=300,
-    )
-    data = json.loads(out.stdout)
-    assert data["models"] == ["icl_test"]
-    for ds in ("breast_cancer", "wine"):
-        row = data["datasets"][ds]
-        assert set(row) == {"LogisticRegression", "icl_test"}
-        # the kNN-style test model needs no training and must be far above chance on both sets
-        assert row["icl_test"]["accuracy"] > 0.8, row
-        assert 0.5 <= row["LogisticRegression"]["roc_auc"] <= 1.0
+def _package_dist(root: Path) -> None:
+    """``tz_demo_b`` as a package: ``plugin.py`` registers ``toy_b``; ``demo.py`` is found by convention."""
+    pkg = root / "tz_demo_b"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text(textwrap.dedent('''
+        from tabzoo.plugins import hookimpl, ArchitectureSpec
+
+        @hookimpl
+        def tabzoo_register_architectures(register):
+            register(ArchitectureSpec(name="toy_b", build=lambda c: None, kind="multitask"))
+    '''))
+    (pkg / "demo.py").write_text(textwrap.dedent(ROWS.format(fn="run_demo", model="TOY-B net")))
+    info = root / "tz_demo_b-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tz-demo-b\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text("[tabzoo]\ntzb = tz_demo_b.plugin\n")
 
 
-def test_demo_without_models_says_what_to_install(tmp_path: Path) -> None:
-    env = {**plugin_env(tmp_path / "site"), "TABZOO_LOAD_PLUGINS": "nothing-matches-this"}
-    out = subprocess.run(
-        [sys.executable, "-m", "tabzoo.cli", "demo", "--json"], capture_output=True, text=True, env=env, check=True
-    )
-    data = json.loads(out.stdout)
-    assert data["models"] == [] and "pip install" in data["message"]
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from _icl_testmodel import PLUGIN_SOURCE
+
+    root = tmp_path / "site"
+    root.mkdir()
+    make_dist(root, "tz-demo-a", "tza", "tz_demo_a", EXPLICIT)
+    _package_dist(root)
+    make_dist(root, "tz-icl-test", "tzicltest", "tz_icl_test_plugin", PLUGIN_SOURCE)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza,tzb,tzicltest")
+    monkeypatch.delenv("TABZOO_DISABLE_PLUGINS", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    reset_registry()
+    yield root
+    reset_registry()
+
+
+def _folder(stdout: str) -> Path:
+    last = stdout.strip().splitlines()[-1]
+    assert "report written to" in last, stdout
+    return Path(last.split("report written to ")[1].split("/ (")[0])
+
+
+def test_demo_runs_every_plugins_demo_and_writes_the_report(site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    folder = _folder(out)
+    assert folder.name == f"tabzoo-demo-{dt.date.today().isoformat()}"
+    for model in ("toy_a (fine-tuned)", "TOY-B net", "icl_test", "LogisticRegression", "Ridge"):
+        assert model in out
+    data = json.loads((folder / "results.json").read_text())
+    by_plugin = {p["plugin"]: p for p in data["plugins"]}
+    assert set(by_plugin) == {"tza", "tzb", "tzicltest"}
+    assert by_plugin["tza"]["demo"] == "tz_demo_a:my_demo"           # ArchitectureSpec.demo
+    assert by_plugin["tzb"]["demo"] == "tz_demo_b.demo:run_demo"      # by convention
+    assert by_plugin["tzicltest"]["demo"] == "default:icl_test"       # the default demo
+    roles = {(p, r["model"]): r["baseline"] for p, item in by_plugin.items() for r in item["rows"]}
+    assert roles[("tza", "toy_a (fine-tuned)")] is False and roles[("tzb", "TOY-B net")] is False
+    assert roles[("tza", "Ridge")] is True and roles[("tzicltest", "HistGradientBoosting")] is True
+    # the default demo runs the estimator itself: the kNN-like test model is far above chance
+    icl = [r for r in by_plugin["tzicltest"]["rows"] if r["model"] == "icl_test"]
+    assert {r["dataset"] for r in icl} == {"breast_cancer", "wine"} and all(r["value"] > 0.8 for r in icl)
+    report = (folder / "report.md").read_text()
+    assert "## tza (tz-demo-a 1.0)" in report and "## tzb (tz-demo-b 2.0)" in report
+    # rmse: lower is better, so the baseline at 1.0 is the best and wins the summary
+    assert "| tza | toyset | regression | rmse | 1.5 | 1 | baseline |" in report
+    for png in ("metric.png", "time.png"):
+        assert (folder / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({png})" in report
+
+
+def test_demo_never_overwrites_a_report(site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-progress", "--model", "tza"]) == 0
+    first = _folder(capsys.readouterr().out)
+    assert main(["demo", "--no-progress", "--model", "tza"]) == 0
+    second = _folder(capsys.readouterr().out)
+    assert second.name == first.name + "-2" and (first / "report.md").exists()
+    before = (first / "report.md").read_text()
+    assert main(["demo", "--no-progress", "--model", "tza", "--out", str(first)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists and is not empty" in err and (first / "report.md").read_text() == before
+
+
+def test_unknown_model_lists_the_installed_ones(site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--model", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-model" in err and "no installed plugin provides that model" in err
+    for name in ("tza (toy_a)", "tzb (toy_b)", "tzicltest (icl_test)"):
+        assert name in err
+    assert not any(Path.cwd().iterdir())  # refused before any work
+
+
+def test_model_selects_by_architecture_name(site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-progress", "--no-report", "--json", "--model", "toy_b"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["plugin"] for p in data["plugins"]] == ["tzb"] and data["report"] is None
+
+
+def test_a_broken_demo_is_reported_and_the_others_still_run(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_dist(site, "tz-demo-c", "tzc", "tz_demo_c", BROKEN)
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza,tzc")
+    reset_registry()
+    assert main(["demo", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "tzc: FAILED (RuntimeError: this demo is broken on purpose)" in out
+    report = (_folder(out) / "report.md").read_text()
+    assert "**Failed:** `RuntimeError: this demo is broken on purpose`" in report and "toy_a (fine-tuned)" in report
+
+
+def test_missing_scikit_learn_is_one_line_before_any_work(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn now fails as if not installed
+    assert main(["demo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tabzoo: error: tabzoo demo needs scikit-learn (for the baselines and the bundled data "
+                   "sets): pip install 'tabzoo-core[sklearn]'"]
+    assert not any(Path.cwd().iterdir())
+
+
+def test_demo_without_models_says_what_to_install(site: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "nothing-matches-this")
+    reset_registry()
+    assert main(["demo", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["plugins"] == [] and "pip install tabzoo-tabflex" in data["message"]

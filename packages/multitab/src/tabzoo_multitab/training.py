@@ -65,7 +65,7 @@ def progress_bar(iterable: Any, enabled: bool, **kw: Any) -> Any:
     try:
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover - tqdm is in the sklearn extra
-        log.info("tqdm is not installed; no progress bar (pip install tqdm)")
+        log.info("tqdm is not installed; no progress bar (pip install 'tabzoo-core[progress]')")
         return iterable
     return tqdm(iterable, **kw)
 

@@ -152,6 +152,16 @@ def fit_npt(
     :param unlabeled: ``[n_u, d]`` rows without targets (semi-supervised / transductive modes).
     :param strata: ``[n]`` ints for class-stratified minibatches (classification targets).
     """
+    # Dropout draws from torch's global RNG: train under a fork seeded by cfg.seed, so that a fit is a
+    # function of its seed alone (not of whatever ran before it) and the caller's RNG is left untouched.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(cfg.seed))
+        return _fit_npt(model, values, targets, cfg, validation=validation, unlabeled=unlabeled, strata=strata)
+
+
+def _fit_npt(model: NPT, values: np.ndarray, targets: tuple[int, ...], cfg: TrainConfig, *,
+             validation: np.ndarray | None, unlabeled: np.ndarray | None,
+             strata: np.ndarray | None) -> TrainResult:
     if values.ndim != 2 or values.shape[1] != model.n_attributes:
         raise TabzooInputError(f"values must be [rows, {model.n_attributes}]; got {values.shape}.")
     if unlabeled is not None and cfg.mode == "inductive":

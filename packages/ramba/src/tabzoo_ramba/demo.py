@@ -41,7 +41,6 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
     from tabzoo_ramba.api import Ramba
     from tabzoo_ramba.baselines import flatten_flights
     from tabzoo_ramba.data import temporal_split
-    from tabzoo_ramba.model import RambaModel
     from tabzoo_ramba.nycflights import ARR_DELAY, DELAYED, load_nycflights13, write_nycflights13
     from tabzoo_ramba.pretraining import CHECKPOINTS, load_pretrained_model
     from tabzoo_ramba.sampling import SamplerConfig
@@ -63,8 +62,10 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
         metric, mname = (roc_auc, "roc_auc") if cls else (r2_score, "r2")
         base = {"dataset": "nycflights13 (2013-01-01..08)", "task": task.name, "metric": mname}
         t0 = time.perf_counter()
-        model = load_pretrained_model() if pretrained else RambaModel({"preset": "tiny", "text_encoder": "hashing"})
-        ramba = Ramba(model, sampler=SamplerConfig(n_child=8, max_rows=48), seed=seed, progress=False)
+        # a fresh model is built by Ramba itself, so its initialisation is seeded by `seed`
+        model = load_pretrained_model() if pretrained else None
+        ramba = Ramba(model, config={"preset": "tiny", "text_encoder": "hashing"},
+                      sampler=SamplerConfig(n_child=8, max_rows=48), seed=seed, progress=False)
         ramba.fit(db, task, {"train": train}, steps=steps, batch_size=16)
         p = ramba.predict(db, test.seeds)
         name = "ramba (synthetic-pretrained, fine-tuned)" if pretrained else "ramba (from scratch)"

@@ -27,6 +27,7 @@ The JSON's ``format`` is ``tabzoo-checkpoint/<version>``; a file of a newer vers
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -62,6 +63,7 @@ __all__ = [
     "load_model",
     "load_pretrained",
     "load_state",
+    "package_of",
     "pretrained_path",
     "save_checkpoint",
     "save_state",
@@ -95,6 +97,44 @@ def _versions() -> dict[str, str]:
     from tabzoo import __version__
 
     return {"tabzoo-core": __version__, "torch": torch.__version__}
+
+
+@functools.lru_cache(maxsize=64)
+def _dist_of_module(top: str) -> tuple[str, str] | None:
+    """The distribution that installs top-level module ``top`` (editable installs included)."""
+    from importlib import metadata
+
+    if top == "tabzoo":
+        from tabzoo import __version__
+
+        return "tabzoo-core", __version__
+    # installed wheels list their modules; editable installs do not, so also try the module's name
+    # as a distribution name (tabzoo_tabflex -> tabzoo-tabflex)
+    names = [*metadata.packages_distributions().get(top, []), top, top.replace("_", "-")]
+    for dist in dict.fromkeys(names):
+        try:
+            return metadata.metadata(dist)["Name"], metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def package_of(model: Any, architecture: str) -> tuple[str | None, str | None]:
+    """``(distribution, version)`` that provides a model: the distribution of the module that
+    defines the model's class, else the plugin that registers ``architecture``, else ``(None, None)``."""
+    module = type(model).__module__ if isinstance(model, torch.nn.Module) else ""
+    top = module.split(".")[0]
+    if top and top not in {"torch", "builtins", "__main__"}:
+        found = _dist_of_module(top)
+        if found is not None:
+            return found
+    try:
+        from tabzoo.plugins import get_registry
+
+        record = get_registry().source("architectures", architecture)
+        return record.distribution, record.version
+    except Exception:  # an unregistered architecture (e.g. a bare nn.Module in a script)
+        return None, None
 
 
 def _pending(p: Path) -> Path:
@@ -209,15 +249,21 @@ def save_checkpoint(
 
     :param model: a module (its ``state_dict()`` is saved) or a flat ``{name: tensor}`` dict.
     :param config: the architecture config, JSON-serialisable.
+    :param package_version: the version of the package that provides the model; by default it is
+        looked up (:func:`package_of`), and recorded with the distribution's name as ``package``.
     :returns: the path of the weights file.
     """
     tensors = model.state_dict() if isinstance(model, torch.nn.Module) else dict(model)
+    package, found_version = package_of(model, architecture)
+    if package_version is None:
+        package_version = found_version
     meta: dict[str, Any] = {
         "format": FORMAT,
         "architecture": architecture,
         "config": dict(config),
         "prior": prior,
         "steps": steps,
+        "package": package,
         "package_version": package_version,
         "versions": _versions(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

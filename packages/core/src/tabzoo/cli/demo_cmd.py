@@ -1,9 +1,13 @@
 """``tabzoo demo``: the main job, on embedded defaults and with no network.
 
-For every installed in-context architecture that ships an estimator, it fits the estimator on
-repeated stratified splits of scikit-learn's bundled breast_cancer and wine sets, next to a
-LogisticRegression baseline fitted on the same splits, and prints accuracy and ROC-AUC (JSON
-with ``--json``). With no such plugin installed it says which packages to install.
+It finds every installed plugin's demo (see :mod:`tabzoo.cli._demo` for the contract and the
+discovery rules: ``ArchitectureSpec.demo``, else ``<plugin package>.demo:run_demo``, else a
+default demo for in-context classifiers), runs each with a progress bar on stderr, prints one
+table (each plugin's model beside its LogisticRegression/Ridge and gradient-boosting baselines,
+on the same splits, with the metric and the fit+predict time) and writes ``report.md``,
+``results.json``, ``metric.png`` and ``time.png`` into a new folder whose path it prints last.
+
+Needs scikit-learn (``tabzoo-core[sklearn]``); the PNGs need matplotlib (``tabzoo-core[plot]``).
 """
 
 from __future__ import annotations
@@ -12,84 +16,243 @@ import argparse
 import json
 import sys
 import time
+import traceback
 import warnings
+from pathlib import Path
 from typing import Any
 
-DATASETS = ("breast_cancer", "wine")
+from tabzoo.errors import TabzooInputError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="the main job: installed models vs a baseline on bundled data")
-    p.add_argument("--json", action="store_true", help="print stable JSON")
-    p.add_argument("--repeats", type=int, default=2, help="stratified splits per dataset")
-    p.add_argument("--model", action="append", default=None, help="only these architectures")
-    p.add_argument("--n-estimators", type=int, default=2, help="ensemble members of each model")
+    p = sub.add_parser(
+        "demo", help="the main job: every installed model beside its baselines on bundled data",
+        description="Run every installed plugin's demo (its model beside LogisticRegression/Ridge and "
+        "gradient boosting, on the same splits of bundled data, no network); print the table and "
+        "write a Markdown report with PNG plots into a new folder.",
+    )
+    p.add_argument("--model", action="append", default=None, metavar="NAME",
+                   help="only this plugin or architecture (repeatable); an unknown name lists the installed ones")
+    p.add_argument("--out", default=None, help="report folder (must not hold files); default: a new "
+                   "./tabzoo-demo-YYYY-MM-DD[-N]")
+    p.add_argument("--full", action="store_true", help="the longer demos (quick=False): more data sets, more steps")
+    p.add_argument("--seed", type=int, default=0, help="seed of every split and model")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-report", action="store_true", help="print the table only; write no folder")
+    p.add_argument("--json", action="store_true", help="print stable JSON instead of the table")
     p.set_defaults(func=run)
 
 
-def _models(only: list[str] | None) -> dict[str, Any]:
-    from tabzoo.plugins import get_registry
+def _select(entries: list[Any], models: dict[str, list[str]], only: list[str] | None) -> list[Any]:
+    if not only:
+        return entries
+    known = {n for plugin, archs in models.items() for n in (plugin, *archs)}
+    unknown = [n for n in only if n not in known]
+    if unknown:
+        listing = "; ".join(f"{p} ({', '.join(a)})" if a != [p] else p for p, a in sorted(models.items()))
+        raise TabzooInputError(
+            f"--model {', '.join(unknown)}: no installed plugin provides that model. Installed models: "
+            f"{listing or 'none (pip install tabzoo-tabflex, or another tabzoo-<model> package)'}."
+        )
+    picked = [e for e in entries if e.plugin in only or set(e.architectures) & set(only)]
+    if not picked:
+        raise TabzooInputError(f"--model {', '.join(only)}: installed, but it ships no demo.")
+    return picked
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reg = get_registry()
-    out: dict[str, Any] = {}
-    for name in reg.names("architectures"):
-        spec = reg.get("architectures", name)
-        if spec.estimator is None or spec.kind != "in-context" or (only and name not in only):
-            continue
-        cls = spec.estimator_class()
-        from sklearn.base import ClassifierMixin
 
-        if issubclass(cls, ClassifierMixin):
-            out[name] = cls
+def _progress(entries: list[Any], enabled: bool) -> Any:
+    from tabzoo.cli._extras import is_missing
+
+    if enabled and not is_missing("tqdm"):
+        from tqdm.auto import tqdm
+
+        return tqdm(entries, desc="tabzoo demo", unit="plugin", file=sys.stderr)
+    return entries
+
+
+def _run_all(entries: list[Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+    from tabzoo.cli._demo import check_rows, is_baseline
+
+    results = []
+    bar = _progress(entries, not args.no_progress)
+    for i, entry in enumerate(bar):
+        if hasattr(bar, "set_postfix_str"):
+            bar.set_postfix_str(entry.plugin)
+        elif not args.no_progress:
+            print(f"tabzoo demo [{i + 1}/{len(entries)}] {entry.plugin} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        item: dict[str, Any] = {"plugin": entry.plugin, "distribution": entry.distribution,
+                                "version": entry.version, "demo": entry.target, "rows": [], "error": None}
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                rows = check_rows(entry.run(seed=args.seed, quick=not args.full), entry.target)
+            for row in rows:
+                row["baseline"] = is_baseline(row, entry.plugin, entry.architectures)
+            item["rows"] = rows
+        except Exception as exc:  # one broken demo must not lose the others' results
+            item["error"] = f"{type(exc).__name__}: {exc}"
+            item["traceback"] = traceback.format_exc(limit=6)
+            caught = []
+        # the demo's warnings go to the report (once each), not over the progress bar
+        item["warnings"] = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))[:8]
+        item["seconds"] = round(time.perf_counter() - t0, 2)
+        results.append(item)
+    return results
+
+
+def _groups(item: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in item["rows"]:
+        groups.setdefault((str(row["dataset"]), str(row["task"])), []).append(row)
+    for rows in groups.values():
+        rows.sort(key=lambda r: (r["baseline"], str(r["model"])))
+    return groups
+
+
+def _best(rows: list[dict[str, Any]]) -> float | None:
+    from tabzoo.cli._demo import lower_is_better
+
+    vals = [r["value"] for r in rows if r["value"] is not None and r["value"] == r["value"]]
+    if not vals:
+        return None
+    return min(vals) if lower_is_better(str(rows[0]["metric"])) else max(vals)
+
+
+def table_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
+    """``[plugin, dataset, task, model, role, metric, value, fit_predict_s, best]`` rows."""
+    out = []
+    for item in results:
+        for (ds, task), rows in _groups(item).items():
+            best = _best(rows)
+            for r in rows:
+                out.append([item["plugin"], ds, task, r["model"], "baseline" if r["baseline"] else "model",
+                            r["metric"], r["value"], r["fit_predict_s"], "best" if r["value"] == best else ""])
     return out
 
 
-def _score(make: Any, X: Any, y: Any, repeats: int) -> dict[str, float]:
-    import numpy as np
-    from sklearn.metrics import accuracy_score, roc_auc_score
-    from sklearn.model_selection import StratifiedShuffleSplit
+def _print_table(results: list[dict[str, Any]]) -> None:
+    from tabzoo.cli._report import fmt
 
-    accs, aucs, secs = [], [], []
-    for train, test in StratifiedShuffleSplit(repeats, test_size=0.3, random_state=0).split(X, y):
-        est = make()
-        t0 = time.perf_counter()
-        est.fit(X[train], y[train])
-        proba = est.predict_proba(X[test])
-        secs.append(time.perf_counter() - t0)
-        accs.append(accuracy_score(y[test], est.classes_[proba.argmax(1)]))
-        multi = proba.shape[1] > 2
-        aucs.append(roc_auc_score(y[test], proba if multi else proba[:, 1], multi_class="ovr"))
-    return {"accuracy": float(np.mean(accs)), "roc_auc": float(np.mean(aucs)), "seconds": float(np.mean(secs))}
+    header = ["plugin", "dataset", "task", "model", "role", "metric", "value", "fit+predict s", ""]
+    rows = [[fmt(c) for c in r] for r in table_rows(results)]
+    widths = [max([len(header[i])] + [len(r[i][:40]) for r in rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    for r in rows:
+        print("  ".join(c[:40].ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for item in results:
+        if item["error"]:
+            print(f"{item['plugin']}: FAILED ({item['error']})")
+
+
+def _panels(results: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    panels = []
+    for item in results:
+        for (ds, task), rows in _groups(item).items():
+            panels.append({
+                "title": f"{item['plugin']}: {ds} / {task}",
+                "labels": [str(r["model"]) for r in rows], "values": [r[key] for r in rows],
+                "highlight": [not r["baseline"] for r in rows],
+                "xlabel": "fit + predict seconds (log)" if key == "fit_predict_s" else str(rows[0]["metric"]),
+                "log": key == "fit_predict_s",
+            })
+    return panels
+
+
+def _winner(own: float | None, base: float | None, metric: str) -> str:
+    from tabzoo.cli._demo import lower_is_better
+
+    if own is None or base is None:
+        return "-"
+    if own == base:
+        return "tie"
+    return "model" if (own < base) == lower_is_better(metric) else "baseline"
+
+
+def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, argv: list[str]) -> Path:
+    """``report.md``, ``results.json``, ``metric.png``, ``time.png`` in ``folder``; returns report.md."""
+    import datetime as dt
+
+    from tabzoo.cli._report import bar_grid, machine, md_table
+
+    info = machine()
+    pngs = [bar_grid(folder / "metric.png", _panels(results, "value"), "tabzoo demo: metric per model and data set"),
+            bar_grid(folder / "time.png", _panels(results, "fit_predict_s"), "tabzoo demo: fit + predict time")]
+    data = {"command": argv, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "wall_time_s": round(seconds, 2), "machine": info, "plugins": results}
+    (folder / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    lines = [
+        "# tabzoo demo", "",
+        f"`{' '.join(argv)}` on {data['date']}, {seconds:.1f} s wall in all. Machine: {info['processor']}, "
+        f"{info['cpu_count']} cores, torch {info['torch']} with {info['torch_threads']} threads, "
+        f"CUDA {'yes' if info['cuda'] else 'no'}. No network was used.", "",
+        "Each plugin's model (role `model`) beside its baselines on the same splits of bundled data. "
+        "`best` marks the best value of each data set and task (RMSE-like metrics: lowest). "
+        "Times are fit + predict on this machine, one run each: expect noise.", "",
+        "## Summary", "",
+    ]
+    summary = []
+    for item in results:
+        for (ds, task), rows in _groups(item).items():
+            own = [r for r in rows if not r["baseline"]]
+            base = [r for r in rows if r["baseline"]]
+            b_own, b_base = _best(own), _best(base)
+            summary.append([item["plugin"], ds, task, rows[0]["metric"], b_own, b_base,
+                            _winner(b_own, b_base, str(rows[0]["metric"]))])
+    lines += [md_table(["plugin", "dataset", "task", "metric", "best model", "best baseline", "winner"], summary), ""]
+    for item in results:
+        lines += [f"## {item['plugin']} ({item['distribution']} {item['version']})", "",
+                  f"Demo `{item['demo']}`, {item['seconds']:.1f} s.", ""]
+        if item.get("warnings"):
+            lines += ["Warnings it raised (each once):", ""] + [f"- {w}" for w in item["warnings"]] + [""]
+        if item["error"]:
+            lines += [f"**Failed:** `{item['error']}`", ""]
+            continue
+        table = [r[1:] for r in table_rows([item])]
+        lines += [md_table(["dataset", "task", "model", "role", "metric", "value", "fit+predict s", ""], table), ""]
+    if any(pngs):
+        lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in pngs if p] + [""]
+    else:
+        lines += ["No plots: matplotlib is not installed (pip install 'tabzoo-core[plot]').", ""]
+    report = folder / "report.md"
+    report.write_text("\n".join(lines))
+    return report
 
 
 def run(args: argparse.Namespace) -> int:
-    from sklearn import datasets
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from tabzoo.cli._demo import discover
+    from tabzoo.cli._extras import is_missing, note_once, require
 
-    models = _models(args.model)
-    results: dict[str, Any] = {"datasets": {}, "models": sorted(models)}
-    if not models:
-        msg = ("no in-context classifier is installed; install one, e.g. `pip install tabzoo-tabflex`, "
-               "then run `tabzoo demo` again (`tabzoo plugins` lists what is installed).")
-        print(json.dumps({**results, "message": msg}) if args.json else msg)
+    require("demo", {"sklearn": "for the baselines and the bundled data sets"})
+    entries, models = discover()
+    entries = _select(entries, models, args.model)
+    if not entries:
+        msg = ("no installed plugin has a demo; install a model, e.g. `pip install tabzoo-tabflex` "
+               "(see the README), then run `tabzoo demo` again. `tabzoo plugins` lists what is installed.")
+        print(json.dumps({"plugins": [], "message": msg}) if args.json else msg)
         return 0
-    for ds in DATASETS:
-        X, y = getattr(datasets, f"load_{ds}")(return_X_y=True)
-        row = {"LogisticRegression": _score(
-            lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)), X, y, args.repeats)}
-        for name, cls in models.items():
-            row[name] = _score(lambda cls=cls: cls(n_estimators=args.n_estimators), X, y, args.repeats)
-        results["datasets"][ds] = row
+    if not args.no_report and is_missing("matplotlib"):
+        note_once("no plots in the report: matplotlib is missing (pip install 'tabzoo-core[plot]').")
+    folder = None if args.no_report else new_folder(args.out)
+    t0 = time.perf_counter()
+    results = _run_all(entries, args)
+    seconds = time.perf_counter() - t0
+    report = None
+    if folder is not None:
+        report = write_report(folder, results, seconds, ["tabzoo", *sys.argv[1:]] if sys.argv[1:2] == ["demo"]
+                              else ["tabzoo", "demo"])
     if args.json:
-        json.dump(results, sys.stdout, indent=2, sort_keys=True)
+        json.dump({"plugins": results, "wall_time_s": round(seconds, 2),
+                   "report": str(report) if report else None}, sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
-        return 0
-    print(f"{'dataset':<15}{'model':<22}{'accuracy':>10}{'ROC-AUC':>10}{'fit+predict s':>15}")
-    for ds, row in results["datasets"].items():
-        for name, r in row.items():
-            print(f"{ds:<15}{name:<22}{r['accuracy']:>10.4f}{r['roc_auc']:>10.4f}{r['seconds']:>15.2f}")
-    return 0
+    else:
+        _print_table(results)
+        done = f"tabzoo demo: {len(results)} plugin demos in {seconds:.1f} s"
+        print(f"{done}; report written to {report.parent}/ (report.md, results.json, PNGs)" if report else done)
+    return 1 if any(item["error"] for item in results) else 0
+
+
+def new_folder(out: str | None) -> Path:
+    from tabzoo.cli._report import new_report_dir
+
+    return new_report_dir(out, "tabzoo-demo")

@@ -1,9 +1,15 @@
-"""``tabzoo predict --model NAME --train F --test F --target COL [--out F]``.
+"""``tabzoo predict --model NAME --train F --test F --target COL [--out F] [--checkpoint PATH]``.
 
 Fits the architecture's registered scikit-learn estimator (``ArchitectureSpec.estimator``) on
 the training file and predicts the test file. Files are CSV or Parquet (by suffix). The output
 has a ``prediction`` column and, for classifiers, one ``proba_<class>`` column per class; it is
 written as CSV or Parquet by the suffix of ``--out``, or as CSV to stdout without ``--out``.
+
+``--checkpoint PATH`` uses your own weights: the ``--out`` folder of ``tabzoo pretrain`` (its
+``model.safetensors`` + ``model.json``) or any checkpoint stem; ``--model`` then defaults to the
+architecture the checkpoint's JSON names. Needs pandas (``tabzoo-core[pandas]``), and pyarrow
+(``tabzoo-core[arrow]``) for Parquet: both are checked before anything is read. When done it prints
+one line on stderr: how many rows, where they went, how long it took.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ READERS = {".csv": "read_csv", ".parquet": "read_parquet", ".pq": "read_parquet"
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("predict", help="fit an in-context estimator on a file and predict another")
-    p.add_argument("--model", required=True, help="registered architecture name with an estimator")
+    p.add_argument("--model", default=None,
+                   help="registered architecture name with an estimator (default with --checkpoint: its architecture)")
     p.add_argument("--train", required=True, help="training rows, .csv or .parquet")
     p.add_argument("--test", required=True, help="rows to predict, .csv or .parquet")
     p.add_argument("--target", required=True, help="name of the target column in --train")
@@ -28,7 +35,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--n-estimators", type=int, default=None, help="ensemble members")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda, ...")
     p.add_argument("--seed", type=int, default=None, help="random_state of the estimator")
-    p.add_argument("--progress", action="store_true", help="progress bar over query chunks")
+    p.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="your own weights: a `tabzoo pretrain --out` folder or a checkpoint stem")
+    p.add_argument("--progress", action="store_true", help="progress bar over query chunks (needs tqdm)")
     p.set_defaults(func=run)
 
 
@@ -41,12 +50,10 @@ def _read(path: str) -> Any:
 
     :raises TabzooInputError: naming the file, the line or column, and the fix.
     """
+    import pandas as pd  # checked by _check_extras before any work
+
     from tabzoo.errors import TabzooInputError
 
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - pandas is an optional extra
-        raise ImportError("tabzoo predict reads files with pandas: pip install 'tabzoo-core[pandas,arrow]'.") from exc
     suffix = Path(path).suffix.lower()
     if suffix not in READERS:
         raise TabzooInputError(f"{path}: unknown file type {suffix!r}; use .csv or .parquet.")
@@ -108,14 +115,11 @@ def _check_csv(path: str) -> str:
 
 
 def _read_parquet(path: str) -> Any:
+    import pyarrow as pa  # checked by _check_extras before any work
+    import pyarrow.parquet as pq
+
     from tabzoo.errors import TabzooInputError
     from tabzoo.table.errors import DTypeError, DuplicateColumnError
-
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - pyarrow is an optional extra
-        raise ImportError("tabzoo predict reads Parquet with pyarrow: pip install 'tabzoo-core[arrow]'.") from exc
-    import pyarrow as pa
 
     try:
         table = pq.read_table(path)
@@ -151,12 +155,84 @@ def _write(frame: Any, path: str | None) -> None:
         raise TabzooInputError(f"--out {path}: unknown file type {suffix!r}; use .csv or .parquet.")
 
 
+def _check_extras(args: argparse.Namespace) -> None:
+    """Every optional module this run needs, checked before any file is read."""
+    from tabzoo.cli._extras import require
+
+    needs = {"pandas": "to read and write tables"}
+    parquet = [f for f in (args.train, args.test, args.out) if f and Path(f).suffix.lower() in (".parquet", ".pq")]
+    if parquet:
+        needs["pyarrow"] = f"for the Parquet file {parquet[0]}"
+    require("predict", needs)
+
+
+def _checkpoint(path: str, model: str | None) -> tuple[Path, str]:
+    """``(stem, architecture)`` of ``--checkpoint``; a folder means its ``model`` checkpoint."""
+    from tabzoo.checkpoint.io import read_json
+    from tabzoo.errors import TabzooInputError
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "model"  # what `tabzoo pretrain --out DIR` writes
+    stem = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
+    meta_path = stem.with_name(stem.name + ".json")
+    if not meta_path.is_file():
+        raise TabzooInputError(
+            f"--checkpoint {path}: {meta_path} does not exist; pass the --out folder of `tabzoo pretrain` "
+            "or the stem of a .safetensors + .json checkpoint pair."
+        )
+    arch = str(read_json(meta_path).get("architecture", ""))
+    if model is not None and arch != model:
+        raise TabzooInputError(
+            f"--checkpoint {path} holds architecture {arch!r}, not --model {model!r}; drop --model or pick "
+            f"a checkpoint of {model!r}."
+        )
+    return stem, arch
+
+
+def _with_checkpoint(cls: Any, est: Any, stem: Path, arch: str) -> Any:
+    """The estimator, loading its model from ``stem`` instead of its shipped weights."""
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.estimators.base import InContextEstimator
+
+    if "checkpoint" in est.get_params(deep=False):  # the plugin's own way (e.g. TabFlex, ORION-MSP)
+        return est.set_params(checkpoint=str(stem))
+    if not isinstance(est, InContextEstimator):
+        raise TabzooInputError(
+            f"--checkpoint: the estimator of {arch!r} ({cls.__name__}) trains in fit and takes no "
+            "pretrained weights; drop --checkpoint."
+        )
+
+    def _load_model(self: Any) -> Any:
+        from tabzoo.checkpoint import load_model
+
+        return load_model(stem, architecture=arch)
+
+    sub = type(cls.__name__, (cls,), {"_load_model": _load_model, "__module__": cls.__module__})
+    return sub(**est.get_params(deep=False))
+
+
 def run(args: argparse.Namespace) -> int:
+    import time
+
     import numpy as np
 
+    from tabzoo.cli._extras import is_missing, note_once
     from tabzoo.errors import TabzooInputError
     from tabzoo.plugins import get_architecture, resolve_object
 
+    _check_extras(args)
+    t0 = time.perf_counter()
+    stem = None
+    if args.checkpoint is not None:
+        stem, args.model = _checkpoint(args.checkpoint, args.model)
+    if args.model is None and args.estimator is None:
+        raise TabzooInputError("tabzoo predict needs --model NAME (see `tabzoo plugins`) or --checkpoint PATH.")
+    progress = args.progress
+    if progress and is_missing("tqdm"):
+        note_once("--progress needs tqdm, which is not installed (pip install 'tabzoo-core[progress]'); "
+                  "predicting without a progress bar.")
+        progress = False
     train, test = _read(args.train), _read(args.test)
     if args.target not in train.columns:
         raise TabzooInputError(
@@ -174,8 +250,10 @@ def run(args: argparse.Namespace) -> int:
     est = cls()
     params = est.get_params(deep=False)
     wanted = {"n_estimators": args.n_estimators, "device": args.device, "random_state": args.seed,
-              "verbose": True if args.progress else None}
+              "verbose": True if progress else None}
     est.set_params(**{k: v for k, v in wanted.items() if v is not None and k in params})
+    if stem is not None:
+        est = _with_checkpoint(cls, est, stem, args.model)
     est.fit(X, y)
     pd = sys.modules["pandas"]
     out = pd.DataFrame({"prediction": est.predict(X_test)})
@@ -184,4 +262,8 @@ def run(args: argparse.Namespace) -> int:
         for j, c in enumerate(est.classes_):
             out[f"proba_{c}"] = proba[:, j]
     _write(out, args.out)
+    weights = f"checkpoint {stem}" if stem is not None else "its shipped weights"
+    print(f"tabzoo predict: {len(out)} predictions ({len(out.columns)} columns) of {args.model or cls.__name__} "
+          f"with {weights} written to {args.out or 'stdout'} in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
     return 0

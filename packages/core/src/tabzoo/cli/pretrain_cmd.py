@@ -2,6 +2,10 @@
 
 Runs under ``torchrun`` too (``torchrun --nproc_per_node=2 -m tabzoo.cli pretrain ...``): each
 process takes its share of every global batch and gradients are averaged.
+
+When done, rank 0 prints one line on stderr: what was trained, the steps, the final loss, where
+the checkpoint was written and how long it took (``--json`` adds a JSON summary on stdout).
+The progress bar needs tqdm (``tabzoo-core[progress]``); without it the run says so once.
 """
 
 from __future__ import annotations
@@ -59,8 +63,13 @@ def _load_json(text: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
+    from tabzoo.cli._extras import is_missing, note_once
     from tabzoo.train import TrainConfig, pretrain
 
+    t0 = time.perf_counter()
+    main_rank = int(os.environ.get("RANK", "0")) == 0
     options = _load_json(args.config)
     options["steps"] = args.steps
     for name, value in (("batch_size", args.batch_size), ("lr", args.lr), ("seed", args.seed)):
@@ -68,11 +77,22 @@ def run(args: argparse.Namespace) -> int:
             options[name] = value
     if args.no_progress:
         options["progress"] = False
+    elif options.get("progress", True) and is_missing("tqdm"):
+        if main_rank:
+            note_once("no progress bar: tqdm is not installed (pip install 'tabzoo-core[progress]'); "
+                      "--no-progress silences this note.")
+        options["progress"] = False
     cfg = TrainConfig.from_dict(options)
     result = pretrain(args.model, args.prior, out=args.out, config=cfg, resume=args.resume,
                       overwrite=args.overwrite)
+    if main_rank:  # one summary under torchrun
+        loss = f", final loss {result.losses[-1]:.4g}" if result.losses else ""
+        start = f"steps {result.resumed_from}->{result.steps}" if result.resumed_from else f"{result.steps} steps"
+        print(f"tabzoo pretrain: {args.model} on {args.prior}, {start} ({result.episodes_seen} episodes){loss}; "
+              f"checkpoint written to {result.out}/model.safetensors + model.json, resume state in {result.out}, "
+              f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     if args.json:
-        if int(os.environ.get("RANK", "0")) == 0:  # one summary under torchrun
+        if main_rank:
             summary = {
                 "model": args.model, "prior": args.prior, "steps": result.steps,
                 "episodes_seen": result.episodes_seen, "wall_time_s": round(result.wall_time_s, 3),

@@ -282,10 +282,10 @@ class PluginRegistry:
             known = sorted(self.items[kind])
             failed = [r.name for r in self.records if r.error]
             hint = f" Plugins that failed to load: {failed} (see `tabzoo plugins`)." if failed else ""
-            raise PluginLoadError(
-                f"no {_what(kind)} named {name!r}; installed: {known}. Install the "
-                f"package that provides it (e.g. `pip install tabzoo-{name.replace('_', '-')}`).{hint}"
-            )
+            dist = known_distribution(kind, name)
+            where = (f"It is provided by {dist}: pip install {dist}." if dist else
+                     "Install the package that provides it (`tabzoo plugins` lists what is installed).")
+            raise PluginLoadError(f"no {_what(kind)} named {name!r}; installed: {known}. {where}{hint}")
         return entry.obj
 
     def names(self, kind: str) -> list[str]:
@@ -384,6 +384,22 @@ def _guard_build(spec: ArchitectureSpec, record: PluginRecord, registry: PluginR
 
 _lock = threading.Lock()
 _registry: PluginRegistry | None = None
+
+
+#: the workspace's distributions and what they register: install hints name only these, never a guess
+KNOWN_DISTRIBUTIONS: dict[str, dict[str, str]] = {
+    "architectures": {"tabflex": "tabzoo-tabflex", "orion-msp": "tabzoo-orion-msp", "npt": "tabzoo-npt",
+                      "multitab": "tabzoo-multitab", "ramba": "tabzoo-ramba"},
+    "priors": {n: "tabzoo-priors" for n in ("icl", "mix", "mmoe", "multitab_bench", "npt_lookup",
+                                            "relational", "scm", "teacher", "tree_scm")},
+}
+KNOWN_DISTRIBUTIONS["conformance_cases"] = {**KNOWN_DISTRIBUTIONS["architectures"],
+                                            "ramba-nycflights": "tabzoo-ramba"}
+
+
+def known_distribution(kind: str, name: str) -> str | None:
+    """The tabzoo distribution that registers ``name`` of ``kind``, or ``None`` when unknown."""
+    return KNOWN_DISTRIBUTIONS.get(kind, {}).get(name)
 
 
 def get_registry(reload: bool = False) -> PluginRegistry:

@@ -50,6 +50,9 @@ class ArchitectureSpec:
     :param kind: one of :data:`ARCHITECTURE_KINDS`.
     :param estimator: ``"pkg.module:ClassName"`` of its scikit-learn estimator, or ``None``.
     :param pretrained: names of the checkpoints it ships as package data.
+    :param demo: ``"pkg.module:function"`` of its ``tabzoo demo`` entry, a function
+        ``run_demo(*, seed=0, quick=True) -> list[dict]`` (see :mod:`tabzoo.cli.demo_cmd`). When
+        ``None``, ``tabzoo demo`` looks for ``<plugin package>.demo:run_demo`` by convention.
     """
 
     name: str
@@ -60,6 +63,7 @@ class ArchitectureSpec:
     estimator: str | None = None
     pretrained: tuple[str, ...] = ()
     description: str = ""
+    demo: str | None = None
 
     def __post_init__(self) -> None:
         ArchitectureSpec.validate(self)
@@ -86,6 +90,13 @@ class ArchitectureSpec:
             raise TabzooInputError(
                 f"architecture {self.name!r}: capabilities must be a set of capability names (strings), "
                 f"e.g. frozenset({{'in_context'}}); got {self.capabilities!r}."
+            )
+        if self.demo is not None and (
+            not isinstance(self.demo, str) or self.demo.count(":") != 1 or not all(self.demo.split(":"))
+        ):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: demo must be 'package.module:function' (e.g. "
+                f"'my_pkg.demo:run_demo') or None; got {self.demo!r}."
             )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:

@@ -25,8 +25,7 @@ def optional_import(module: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"{module} is required for this; install it with `pip install tabzoo-core[{extra}]` "
-            f"(or `pip install {module}`)"
+            f"{module} is required for this; install it with `pip install 'tabzoo-core[{extra}]'`"
         ) from exc
 
 
