@@ -23,15 +23,20 @@ class TargetBinner:
 
     :param n_bins: number of bins before empty ones are dropped.
     :param strategy: ``"uniform"`` (paper) or ``"quantile"``.
+    :param shift: fraction of a bin (``0 <= shift < 1``) by which the inner edges move up; the
+        outermost bins shrink or grow to keep covering the target range. Ensemble members with
+        different shifts see differently cut targets, and their predictions are averaged.
 
     Fitted attributes: ``edges_`` ``[n_bins + 1]``, ``occupied_`` (indices of non-empty bins),
     ``centers_`` ``[n_classes_]`` (centre of each occupied bin: the mean of its training targets),
     ``n_classes_``.
     """
 
-    def __init__(self, n_bins: int = 10, strategy: Literal["uniform", "quantile"] = "uniform") -> None:
+    def __init__(self, n_bins: int = 10, strategy: Literal["uniform", "quantile"] = "uniform",
+                 shift: float = 0.0) -> None:
         self.n_bins = int(n_bins)
         self.strategy = strategy
+        self.shift = float(shift)
 
     def fit(self, y: np.ndarray) -> TargetBinner:
         """Fit the bins to targets ``y [n]`` (finite)."""
@@ -40,13 +45,18 @@ class TargetBinner:
             raise TabzooInputError("TargetBinner needs a non-empty, finite target; drop rows with NaN/inf targets.")
         if self.n_bins < 2:
             raise TabzooInputError(f"TargetBinner needs n_bins >= 2, got {self.n_bins}.")
+        if not 0.0 <= self.shift < 1.0:
+            raise TabzooInputError(f"TargetBinner shift must be in [0, 1) (a fraction of a bin), got {self.shift}.")
+        # positions of the edges in units of bins: 0, 1, .., n (shift 0) or 0, s, 1+s, .., n
+        pos = np.unique(np.clip(np.concatenate([[0.0], np.arange(self.n_bins + 1) + self.shift, [self.n_bins]]),
+                                0.0, self.n_bins)) / self.n_bins
         if self.strategy == "uniform":
             lo, hi = float(y.min()), float(y.max())
             if hi <= lo:
                 hi = lo + 1.0
-            edges = np.linspace(lo, hi, self.n_bins + 1)
+            edges = np.unique(lo + pos * (hi - lo))
         elif self.strategy == "quantile":
-            edges = np.unique(np.quantile(y, np.linspace(0, 1, self.n_bins + 1)))
+            edges = np.unique(np.quantile(y, pos))
             if edges.size < 2:
                 edges = np.array([edges[0], edges[0] + 1.0])
         else:

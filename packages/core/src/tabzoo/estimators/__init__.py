@@ -2,13 +2,33 @@
 
 Public names: :class:`InContextClassifier`, :class:`InContextRegressor` (bases a plugin
 subclasses with ``_load_model``), :class:`TabularPreprocessor`, :class:`EnsembleMember`,
-:func:`make_members`, :func:`resolve_device`.
+:func:`make_members`, :func:`resolve_device`; per-member views (:mod:`tabzoo.estimators.members`:
+:class:`FeatureTransform`, :class:`MemberView`, :func:`fit_member_views`, :func:`balanced_subsets`)
+and option resolvers (:mod:`tabzoo.estimators.options`: :func:`resolve_categorical_features`,
+:func:`resolve_inference_dtype`, :func:`check_fit_mode`, :class:`PrecisionFallbackWarning`).
+
+A plugin opts into the member views with estimator attributes: ``feature_transforms`` (e.g.
+``("none", "power")``), ``categorical_features``, ``feature_subsample = "balanced"``,
+``shuffle_categories = True`` and ``standardize_members = True``; the base's ``_forward`` applies
+each member's view to the context and query rows.
 """
 
 from __future__ import annotations
 
 from tabzoo.estimators.base import InContextEstimator, resolve_device
 from tabzoo.estimators.classifier import InContextClassifier, InContextRegressor
+from tabzoo.estimators.members import (
+    FeatureTransform,
+    MemberView,
+    balanced_subsets,
+    fit_member_views,
+)
+from tabzoo.estimators.options import (
+    PrecisionFallbackWarning,
+    check_fit_mode,
+    resolve_categorical_features,
+    resolve_inference_dtype,
+)
 from tabzoo.estimators.preprocessing import (
     EnsembleMember,
     TabularPreprocessor,
@@ -18,6 +38,14 @@ from tabzoo.estimators.preprocessing import (
 
 __all__ = [
     "EnsembleMember",
+    "FeatureTransform",
+    "MemberView",
+    "PrecisionFallbackWarning",
+    "balanced_subsets",
+    "check_fit_mode",
+    "fit_member_views",
+    "resolve_categorical_features",
+    "resolve_inference_dtype",
     "InContextClassifier",
     "InContextEstimator",
     "InContextRegressor",

@@ -32,7 +32,14 @@ import numpy as np
 import torch
 
 from tabzoo.errors import TabzooError, TabzooInputError
-from tabzoo.estimators.preprocessing import EnsembleMember, TabularPreprocessor, make_members
+from tabzoo.estimators.members import MemberView, check_transforms, fit_member_views
+from tabzoo.estimators.options import as_table_input, resolve_categorical_features
+from tabzoo.estimators.preprocessing import (
+    CATEGORICAL,
+    EnsembleMember,
+    TabularPreprocessor,
+    make_members,
+)
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,
@@ -111,15 +118,20 @@ class InContextEstimator(BaseEstimator):
             raise TabzooInputError(f"n_estimators must be a positive int, got {self.n_estimators!r}.")
         if not isinstance(self.chunk_size, int | np.integer) or self.chunk_size < 1:
             raise TabzooInputError(f"chunk_size must be a positive int, got {self.chunk_size!r}.")
+        X, table_cats = as_table_input(X)
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
-        self.preprocessor_ = TabularPreprocessor().fit(X)
+        cats = resolve_categorical_features(getattr(self, "categorical_features", "auto"), X,
+                                            int(self.n_features_in_), table_cats)
+        self.preprocessor_ = TabularPreprocessor().fit(X, categorical=cats)
+        self.member_views_: list[MemberView] | None = None
         self.device_ = str(resolve_device(self.device))
         self.model_ = self._load_model().to(self.device_).eval()
         return self.preprocessor_.transform(X)
 
     def _transform_query(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "preprocessor_")
+        X, _ = as_table_input(X)
         X = check_input_array(X, fitting=False)
         check_n_features_and_names(self, X, reset=False)
         return self.preprocessor_.transform(X)
@@ -132,7 +144,35 @@ class InContextEstimator(BaseEstimator):
                 type(self).__name__, n_features, max_features,
             )
         seed = _seed_from(self.random_state)
-        return make_members(int(self.n_estimators), n_features, n_classes, seed, max_features)
+        transforms = check_transforms(getattr(self, "feature_transforms", ("none",)))
+        return make_members(int(self.n_estimators), n_features, n_classes, seed, max_features,
+                            transforms=transforms, subsample=str(getattr(self, "feature_subsample", "random")))
+
+    @property
+    def categorical_indices_(self) -> tuple[int, ...]:
+        """Indices of the columns encoded as categories (after fit)."""
+        check_is_fitted(self, "preprocessor_")
+        return tuple(j for j, k in enumerate(self.preprocessor_.kinds) if k == CATEGORICAL)
+
+    def _views(self) -> list[MemberView]:
+        """Each member's fitted view of the rows (built once from the context, then reused).
+
+        Subclasses opt in with the attributes ``shuffle_categories`` (permute category codes per
+        member) and ``standardize_members`` (z-score each member's view on the context).
+        """
+        views = getattr(self, "member_views_", None)
+        if views is None:
+            views = fit_member_views(
+                self.members_, self.X_context_, categorical=self._view_categoricals(),
+                preprocessor=self.preprocessor_, shuffle_categories=bool(getattr(self, "shuffle_categories", False)),
+                standardize=bool(getattr(self, "standardize_members", False)),
+            )
+            self.member_views_ = views
+        return views
+
+    def _view_categoricals(self) -> tuple[int, ...]:
+        """Categorical columns of ``X_context_`` (a subclass that mixes columns returns ``()``)."""
+        return self.categorical_indices_
 
     def _chunks(self, n_query: int) -> Iterator[slice]:
         size = int(self.chunk_size)
@@ -157,18 +197,19 @@ class InContextEstimator(BaseEstimator):
         dev = torch.device(self.device_)
         ctx = torch.from_numpy(self.X_context_)
         pad = self._model_limit("max_features")
-        feats = [torch.tensor(m.features, dtype=torch.long) for m in self.members_]
+        views = self._views()
+        feats = [m.features for m in self.members_]
         width = max(len(f) for f in feats) if pad is None else max(pad, max(len(f) for f in feats))
         ctx_m = torch.zeros(len(feats), ctx.shape[0], width)
-        for i, f in enumerate(feats):
-            ctx_m[i, :, : len(f)] = ctx[:, f]
+        for i, (f, view) in enumerate(zip(feats, views, strict=True)):
+            ctx_m[i, :, : len(f)] = torch.from_numpy(view.apply(self.X_context_))
         ctx_m = ctx_m.to(dev)
         y_m = torch.from_numpy(np.stack(y_context).astype(np.float32)).to(dev)
         xq = torch.from_numpy(x_query)
         for sl in self._chunks(xq.shape[0]):
             q = torch.zeros(len(feats), sl.stop - sl.start, width)
-            for i, f in enumerate(feats):
-                q[i, :, : len(f)] = xq[sl][:, f]
+            for i, (f, view) in enumerate(zip(feats, views, strict=True)):
+                q[i, :, : len(f)] = torch.from_numpy(view.apply(x_query[sl]))
             x = torch.cat([ctx_m, q.to(dev)], dim=1)
             with torch.inference_mode():
                 out = self.model_(x, y_m)
@@ -215,7 +256,8 @@ class InContextEstimator(BaseEstimator):
             "params": params,
             "preprocessor": self.preprocessor_.state_dict(),
             "X_context": self.X_context_,
-            "members": [{"features": list(m.features), "class_shift": m.class_shift} for m in self.members_],
+            "members": [{"features": list(m.features), "class_shift": m.class_shift, "transform": m.transform,
+                         "seed": int(m.seed)} for m in self.members_],
             "n_features_in": int(self.n_features_in_),
             "feature_names_in": [str(n) for n in getattr(self, "feature_names_in_", [])] or None,
             "extra": self._extra_state(),
@@ -247,7 +289,9 @@ class InContextEstimator(BaseEstimator):
         est = cls(**params)
         est.preprocessor_ = TabularPreprocessor.from_state_dict(state["preprocessor"])
         est.X_context_ = np.ascontiguousarray(state["X_context"], dtype=np.float32)
-        est.members_ = [EnsembleMember(tuple(m["features"]), int(m["class_shift"])) for m in state["members"]]
+        est.members_ = [EnsembleMember(tuple(m["features"]), int(m["class_shift"]), str(m.get("transform", "none")),
+                                       int(m.get("seed", 0))) for m in state["members"]]
+        est.member_views_ = None
         est.n_features_in_ = int(state["n_features_in"])
         if state.get("feature_names_in"):
             est.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)

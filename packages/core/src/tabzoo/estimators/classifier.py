@@ -88,6 +88,7 @@ class InContextClassifier(ClassifierMixin, InContextEstimator):
         self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
         self.y_context_ = encoded
         self.members_ = self._make_members(Xt.shape[1], self.n_classes_)
+        self._views()  # fitted here, so predict leaves __dict__ unchanged
         return self
 
     def _extra_state(self) -> dict[str, Any]:
@@ -173,6 +174,7 @@ class InContextRegressor(RegressorMixin, InContextEstimator):
         self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
         self.y_context_ = yc.astype(np.float32)
         self.members_ = self._make_members(Xt.shape[1], 1)
+        self._views()  # fitted here, so predict leaves __dict__ unchanged
         return self
 
     def _extra_state(self) -> dict[str, Any]:

@@ -307,6 +307,7 @@ class _Run:
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
+        self._reschedule(int(state["scheduler"].get("last_epoch", state["step"])))
         if state["scaler"]:
             self.scaler.load_state_dict(state["scaler"])
         restore_rng(state["rng"])
@@ -314,6 +315,26 @@ class _Run:
         self.losses = [float(v) for v in np.asarray(state["losses"], dtype=np.float64)]
         self.wall_before = float(state["wall_time_s"])
         logger.info("resumed %s at step %d", self.out, self.step)
+
+    def _reschedule(self, last_epoch: int) -> None:
+        """Make the restored schedule follow the CURRENT config (``--steps``, ``--lr``, warmup, floor).
+
+        ``LambdaLR.load_state_dict`` restores the fields of the saved :class:`WarmupCosine`, so a resume
+        with a larger ``--steps`` would otherwise stay at the old run's end (the lr floor) for ever.
+        The cosine is defined by the current ``steps``: a longer run raises the lr from the resumed
+        step on to where the longer cosine is at that step.
+        """
+        cfg = self.cfg
+        want = WarmupCosine(cfg.steps, cfg.resolved_warmup(), cfg.min_lr_ratio)
+        old = self.sched.lr_lambdas[0]
+        if isinstance(old, WarmupCosine) and (vars(old) != vars(want) or self.sched.base_lrs[0] != cfg.lr):
+            logger.warning("resume: schedule changed from %s (lr %g) to %s (lr %g); the cosine now follows "
+                           "steps=%d", vars(old), self.sched.base_lrs[0], vars(want), cfg.lr, cfg.steps)
+        self.sched.lr_lambdas = [want for _ in self.opt.param_groups]
+        self.sched.base_lrs = [cfg.lr for _ in self.opt.param_groups]
+        for group, base in zip(self.opt.param_groups, self.sched.base_lrs, strict=True):
+            group["lr"] = base * want(last_epoch)
+        self.sched._last_lr = [g["lr"] for g in self.opt.param_groups]
 
     def _checkpoint(self, wall: float) -> None:
         if self.out is None or not self.info.is_main:

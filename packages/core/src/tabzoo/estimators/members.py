@@ -1,0 +1,276 @@
+"""Per-member views of the context for ensembles of in-context models (any plugin can use them).
+
+An in-context ensemble shows the model the same table several times, each time a little
+differently, and averages the outputs. :func:`tabzoo.estimators.make_members` decides *what* each
+member sees (feature order or subset, class shift, feature transform, a seed); :class:`MemberView`
+is that decision fitted on the context rows and applied to any rows:
+
+1. **feature transform** (:class:`FeatureTransform`), fitted on the context rows only:
+   ``"none"``, ``"power"`` (Yeo-Johnson, lambda per column by maximum likelihood over a grid, then
+   standardised) or ``"quantile"`` (empirical CDF of the context, mapped to normal scores).
+   Categorical columns are never transformed (their codes are labels, not magnitudes).
+2. **category shuffle**: each categorical column's codes are permuted per member (the missing /
+   unseen level stays put), so no member's output hinges on an arbitrary ordinal order (as the
+   TabPFN and TabICL ensembles do).
+3. **feature selection**: the member's feature indices (a permutation, or a subset for wide tables).
+4. optional **standardisation** with the context mean and standard deviation of the member's view.
+
+Everything is fitted from ``(member, context)`` deterministically, so a saved estimator rebuilds the
+same views at load. Input and output are ``float32 [rows, features]`` as produced by
+:class:`tabzoo.estimators.TabularPreprocessor`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tabzoo.errors import TabzooInputError
+
+__all__ = [
+    "TRANSFORMS",
+    "FeatureTransform",
+    "MemberView",
+    "balanced_subsets",
+    "check_transforms",
+    "fit_member_views",
+]
+
+TRANSFORMS = ("none", "power", "quantile")
+_LAMBDAS = np.linspace(-2.0, 3.0, 51)
+
+
+def check_transforms(transforms: Any) -> tuple[str, ...]:
+    """Validate a ``feature_transforms`` parameter: a non-empty sequence of :data:`TRANSFORMS` names."""
+    if isinstance(transforms, str):
+        transforms = (transforms,)
+    try:
+        out = tuple(str(t) for t in transforms)
+    except TypeError:
+        out = ()
+    bad = [t for t in out if t not in TRANSFORMS]
+    if not out or bad:
+        raise TabzooInputError(
+            f"feature_transforms={transforms!r} is not valid; pass a non-empty tuple of {TRANSFORMS}, "
+            "e.g. ('none', 'power') to alternate the members between raw and power-transformed features."
+        )
+    return out
+
+
+def _yeo_johnson(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Yeo-Johnson transform of ``x [n, f]`` with one lambda per column ``lam [f]`` (float64)."""
+    out = np.empty_like(x)
+    pos = x >= 0
+    lam_b = np.broadcast_to(lam, x.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.where(np.abs(lam_b) < 1e-6, np.log1p(np.maximum(x, 0)),
+                     (np.power(np.maximum(x, 0) + 1, lam_b) - 1) / np.where(np.abs(lam_b) < 1e-6, 1, lam_b))
+        l2 = 2 - lam_b
+        b = np.where(np.abs(l2) < 1e-6, -np.log1p(np.maximum(-x, 0)),
+                     -(np.power(np.maximum(-x, 0) + 1, l2) - 1) / np.where(np.abs(l2) < 1e-6, 1, l2))
+    out[pos] = a[pos]
+    out[~pos] = b[~pos]
+    return out
+
+
+def _yeo_johnson_lambda(col: np.ndarray) -> float:
+    """Maximum-likelihood lambda of one column over a grid of 51 values in [-2, 3]."""
+    n = col.size
+    if n < 3 or np.ptp(col) <= 0:
+        return 1.0
+    grid = _LAMBDAS[None, :]
+    t = _yeo_johnson(np.repeat(col[:, None], grid.shape[1], axis=1), np.broadcast_to(grid, (n, grid.shape[1])))
+    var = t.var(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = -0.5 * n * np.log(var) + (_LAMBDAS - 1) * np.sum(np.sign(col) * np.log1p(np.abs(col)))
+    ll = np.where(np.isfinite(ll) & (var > 1e-12), ll, -np.inf)
+    return float(_LAMBDAS[int(np.argmax(ll))]) if np.isfinite(ll).any() else 1.0
+
+
+def _normal_ppf(p: np.ndarray) -> np.ndarray:
+    import torch
+
+    return torch.special.ndtri(torch.from_numpy(np.asarray(p, dtype=np.float64))).numpy()
+
+
+class FeatureTransform:
+    """A per-column transform fitted on context rows.
+
+    :param kind: ``"none"``, ``"power"`` or ``"quantile"``.
+    :param skip: column indices left untouched (categorical codes).
+    :param n_quantiles: most quantiles kept per column by ``"quantile"``.
+    """
+
+    def __init__(self, kind: str = "none", skip: Sequence[int] = (), n_quantiles: int = 1000) -> None:
+        if kind not in TRANSFORMS:
+            raise TabzooInputError(f"unknown feature transform {kind!r}; use one of {TRANSFORMS}.")
+        self.kind = kind
+        self.skip = tuple(int(i) for i in skip)
+        self.n_quantiles = int(n_quantiles)
+
+    def fit(self, x: np.ndarray) -> FeatureTransform:
+        """Fit on context rows ``x [n, f]``."""
+        x = np.asarray(x, dtype=np.float64)
+        f = x.shape[1]
+        self.columns_ = np.array([j for j in range(f) if j not in set(self.skip)], dtype=np.int64)
+        xs = x[:, self.columns_]
+        if self.kind == "power":
+            self.lambdas_ = np.array([_yeo_johnson_lambda(xs[:, j]) for j in range(xs.shape[1])])
+            t = _yeo_johnson(xs, self.lambdas_[None, :])
+            self.mean_ = t.mean(axis=0) if t.size else np.zeros(0)
+            sd = t.std(axis=0) if t.size else np.zeros(0)
+            self.std_ = np.where(sd > 1e-12, sd, 1.0)
+        elif self.kind == "quantile":
+            m = max(2, min(self.n_quantiles, x.shape[0]))
+            levels = np.linspace(0.0, 1.0, m)
+            self.quantiles_ = np.quantile(xs, levels, axis=0) if xs.size else np.zeros((m, 0))
+            self.levels_ = levels
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """Rows ``x [n, f]`` -> transformed ``float32 [n, f]`` (finite)."""
+        out = np.array(x, dtype=np.float64, copy=True)
+        if self.kind == "none" or self.columns_.size == 0:
+            return out.astype(np.float32)
+        xs = out[:, self.columns_]
+        if self.kind == "power":
+            t = (_yeo_johnson(xs, self.lambdas_[None, :]) - self.mean_) / self.std_
+        else:
+            n = max(2, self.levels_.size)
+            lo, hi = 0.5 / n, 1 - 0.5 / n
+            t = np.empty_like(xs)
+            for j in range(xs.shape[1]):
+                q = self.quantiles_[:, j]
+                # ties: average the CDF over the tied run (interp from both sides)
+                p = 0.5 * (np.interp(xs[:, j], q, self.levels_) + -np.interp(-xs[:, j], -q[::-1], -self.levels_[::-1]))
+                t[:, j] = _normal_ppf(np.clip(p, lo, hi))
+        out[:, self.columns_] = np.nan_to_num(np.clip(t, -1e6, 1e6))
+        return out.astype(np.float32)
+
+
+def _category_tables(preprocessor: Any, columns: Sequence[int]) -> dict[int, np.ndarray]:
+    """Per categorical column, the float32 values its codes ``-1, 0, .., m-1`` take after preprocessing."""
+    from tabzoo.estimators.preprocessing import soft_clip
+
+    tables: dict[int, np.ndarray] = {}
+    for j in columns:
+        m = len(preprocessor.columns[j].categories)
+        codes = np.arange(-1, m, dtype=np.float64) / preprocessor.prescale[j]
+        z = (codes - preprocessor.center[j]) / preprocessor.scale[j]
+        tables[j] = soft_clip(z, preprocessor.clip).astype(np.float32)
+    return tables
+
+
+class MemberView:
+    """One member's view of the rows: transform, category shuffle, feature selection, standardise.
+
+    :param features: feature indices of the member (order matters).
+    :param transform: a :data:`TRANSFORMS` name.
+    :param seed: seed of the category shuffle.
+    :param categorical: indices of categorical columns (never transformed; shuffled).
+    :param category_tables: from the preprocessor: per categorical column, its code values.
+    :param shuffle_categories: permute the category codes of this member.
+    :param standardize: z-score the view with the context mean / standard deviation.
+    """
+
+    def __init__(self, features: Sequence[int], transform: str = "none", seed: int = 0,
+                 categorical: Sequence[int] = (), category_tables: dict[int, np.ndarray] | None = None,
+                 shuffle_categories: bool = True, standardize: bool = False) -> None:
+        self.features = np.asarray(features, dtype=np.int64)
+        self.transform_kind = transform
+        self.seed = int(seed)
+        self.categorical = tuple(int(c) for c in categorical)
+        self.tables = dict(category_tables or {})
+        self.shuffle_categories = bool(shuffle_categories)
+        self.standardize = bool(standardize)
+
+    def fit(self, x_context: np.ndarray) -> MemberView:
+        """Fit the transform (and standardisation) on the context rows ``[n, f]``."""
+        rng = np.random.default_rng(self.seed)
+        self.perms_: dict[int, np.ndarray] = {}
+        if self.shuffle_categories:
+            for j in self.categorical:
+                vals = self.tables.get(j)
+                if vals is None or vals.size < 3:  # fewer than two real categories: nothing to shuffle
+                    continue
+                perm = np.concatenate([[0], 1 + rng.permutation(vals.size - 1)])  # keep the missing level
+                self.perms_[j] = vals[perm]
+        self.transformer_ = FeatureTransform(self.transform_kind, skip=self.categorical).fit(x_context)
+        self.mean_ = self.std_ = None
+        if self.standardize:
+            v = self._view(x_context)
+            self.mean_ = v.mean(axis=0).astype(np.float32)
+            sd = v.std(axis=0)
+            self.std_ = np.where(sd > 1e-6, sd, 1.0).astype(np.float32)
+        return self
+
+    def _view(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        if self.perms_:
+            x = x.copy()
+            for j, new in self.perms_.items():
+                vals = self.tables[j]
+                idx = np.clip(np.searchsorted(vals, x[:, j]), 0, vals.size - 1)
+                lower = np.clip(idx - 1, 0, vals.size - 1)
+                idx = np.where(np.abs(vals[lower] - x[:, j]) < np.abs(vals[idx] - x[:, j]), lower, idx)
+                x[:, j] = new[idx]
+        x = self.transformer_.transform(x)
+        return x[:, self.features]
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """Rows ``[n, f]`` (preprocessed) -> the member's ``float32 [n, len(features)]``."""
+        v = self._view(x)
+        if self.mean_ is not None:
+            v = (v - self.mean_) / self.std_
+        return np.ascontiguousarray(v, dtype=np.float32)
+
+
+def fit_member_views(members: Sequence[Any], x_context: np.ndarray, *, categorical: Sequence[int] = (),
+                     preprocessor: Any = None, shuffle_categories: bool = True,
+                     standardize: bool = False) -> list[MemberView]:
+    """A fitted :class:`MemberView` per :class:`~tabzoo.estimators.EnsembleMember`.
+
+    :param members: the ensemble members (``features``, ``transform``, ``seed``).
+    :param x_context: ``[n_context, f]`` preprocessed context rows.
+    :param categorical: categorical column indices of ``x_context``.
+    :param preprocessor: the fitted :class:`~tabzoo.estimators.TabularPreprocessor` (for the category
+        code values); without it, categories are not shuffled.
+    """
+    cats = [int(c) for c in categorical]
+    tables = _category_tables(preprocessor, cats) if (preprocessor is not None and cats) else {}
+    return [
+        MemberView(m.features, getattr(m, "transform", "none"), getattr(m, "seed", i), cats, tables,
+                   shuffle_categories and bool(tables) and i > 0, standardize).fit(x_context)
+        for i, m in enumerate(members)
+    ]
+
+
+def balanced_subsets(n_members: int, n_features: int, size: int, seed: int) -> list[np.ndarray]:
+    """Feature subsets for wide tables: ``n_members`` subsets of ``size`` features each, cut from a
+    stream of random permutations, so every feature is used about ``n_members * size / n_features``
+    times (no feature is left out while another is used twice, when ``n_members * size >= n_features``).
+    Each subset is sorted (the model sees the columns in their original order).
+    """
+    if size < 1 or n_features < size:
+        raise TabzooInputError(f"balanced_subsets needs 1 <= size <= n_features, got size={size}, n_features={n_features}.")
+    rng = np.random.default_rng(seed)
+    stream: list[int] = []
+    out = []
+    for _ in range(n_members):
+        chosen: list[int] = []
+        while len(chosen) < size:
+            if not stream:
+                stream = rng.permutation(n_features).tolist()
+            f = stream.pop()
+            if f not in chosen:
+                chosen.append(f)
+        out.append(np.sort(np.asarray(chosen, dtype=np.int64)))
+    return out
+
+
+def members_needed(n_features: int, size: int) -> int:
+    """Members needed so that :func:`balanced_subsets` covers every feature at least once."""
+    return max(1, math.ceil(n_features / max(1, size)))

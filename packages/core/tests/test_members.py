@@ -1,0 +1,173 @@
+"""tabzoo.estimators.members / options: member transforms, category shuffles, balanced subsets,
+categorical column specs and inference precision (shared by every in-context estimator)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from tabzoo.errors import TabzooInputError
+from tabzoo.estimators import TabularPreprocessor, make_members
+from tabzoo.estimators.members import (
+    FeatureTransform,
+    balanced_subsets,
+    check_transforms,
+    fit_member_views,
+)
+from tabzoo.estimators.options import (
+    PrecisionFallbackWarning,
+    check_fit_mode,
+    resolve_categorical_features,
+    resolve_inference_dtype,
+)
+from tabzoo.train.loop import cpu_has_fast_bf16
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 40), kind=st.sampled_from(["power", "quantile"]))
+def test_transforms_are_monotone_rowwise_and_skip_categoricals(seed: int, n: int, kind: str) -> None:
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.exp(rng.standard_normal(n)), rng.integers(0, 3, n).astype(float),
+                         rng.standard_normal(n)]).astype(np.float32)
+    t = FeatureTransform(kind, skip=[1]).fit(x)
+    out = t.transform(x)
+    assert out.dtype == np.float32 and np.isfinite(out).all()
+    np.testing.assert_array_equal(out[:, 1], x[:, 1])  # categorical codes untouched
+    for j in (0, 2):
+        order = np.argsort(x[:, j], kind="stable")
+        assert (np.diff(out[order, j]) >= -1e-5).all()  # monotone: ranks are kept
+    rows = np.concatenate([t.transform(x[i:i + 1]) for i in range(n)])
+    np.testing.assert_allclose(rows, out, atol=1e-6)  # row-wise: a row never sees the others
+    far = t.transform(x * 1e6)
+    assert np.isfinite(far).all()
+
+
+def test_power_transform_unskews() -> None:
+    rng = np.random.default_rng(0)
+    x = np.exp(rng.standard_normal((500, 1)))
+    out = FeatureTransform("power").fit(x).transform(x)[:, 0]
+    skew = lambda v: float(np.mean(((v - v.mean()) / v.std()) ** 3))  # noqa: E731
+    assert skew(x[:, 0]) > 2 and abs(skew(out)) < 0.3
+    assert abs(out.mean()) < 1e-3 and abs(out.std() - 1) < 1e-3
+
+
+def test_check_transforms() -> None:
+    assert check_transforms("power") == ("power",)
+    for bad in ((), ("boxcox",), 3):
+        with pytest.raises(TabzooInputError, match="feature_transforms"):
+            check_transforms(bad)
+
+
+@given(n_members=st.integers(1, 8), n_features=st.integers(2, 60), data=st.data())
+def test_balanced_subsets_cover_every_feature(n_members: int, n_features: int, data: st.DataObject) -> None:
+    size = data.draw(st.integers(1, n_features))
+    subsets = balanced_subsets(n_members, n_features, size, seed=data.draw(st.integers(0, 99)))
+    assert len(subsets) == n_members
+    for s in subsets:
+        assert s.size == size and np.unique(s).size == size and (np.diff(s) > 0).all()
+    if n_members * size >= n_features:
+        assert set(np.concatenate(subsets).tolist()) == set(range(n_features))
+    counts = np.bincount(np.concatenate(subsets), minlength=n_features)
+    assert counts.max() - counts.min() <= max(2, n_members * size // n_features)
+
+
+def test_make_members_transforms_seeds_and_unchanged_default_stream() -> None:
+    old = make_members(5, 8, 3, seed=11)
+    assert [m.transform for m in old] == ["none"] * 5
+    new = make_members(5, 8, 3, seed=11, transforms=("none", "power"))
+    assert [m.features for m in new] == [m.features for m in old]  # transforms do not change the draws
+    assert [m.transform for m in new] == ["none", "power", "none", "power", "none"]
+    assert len({m.seed for m in new}) == 5
+    wide = make_members(4, 30, 2, seed=1, max_features=10, subsample="balanced")
+    assert set().union(*[set(m.features) for m in wide]) == set(range(30))
+    with pytest.raises(TabzooInputError, match="subsample"):
+        make_members(2, 30, 2, seed=1, max_features=10, subsample="first")
+
+
+def test_category_shuffle_is_a_bijection_keeping_missing() -> None:
+    rng = np.random.default_rng(2)
+    raw = np.column_stack([rng.standard_normal(60), rng.integers(0, 6, 60).astype(float)])
+    raw[:3, 1] = np.nan
+    pre = TabularPreprocessor().fit(raw, categorical=[1])
+    assert pre.kinds == ["numeric", "categorical"]
+    x = pre.transform(raw)
+    members = make_members(3, 2, 1, seed=0)
+    views = fit_member_views(members, x, categorical=[1], preprocessor=pre, shuffle_categories=True)
+    assert not views[0].perms_ and 1 in views[1].perms_
+    a = views[0].apply(x)[:, list(members[0].features).index(1)]
+    b = views[1].apply(x)[:, list(members[1].features).index(1)]
+    mapping = {}
+    for u, v in zip(a.tolist(), b.tolist(), strict=True):
+        assert mapping.setdefault(u, v) == v
+    assert len(set(mapping.values())) == len(mapping)  # injective
+    missing = a[:3]
+    np.testing.assert_array_equal(b[:3], missing)  # the missing level stays put
+    unseen = raw[:2].copy()
+    unseen[:, 1] = 99.0
+    np.testing.assert_array_equal(pre.transform(unseen)[:, 1], pre.transform(raw[:2] * np.array([1, np.nan]))[:, 1])
+
+
+@given(spec=st.one_of(st.lists(st.integers(4, 99), min_size=1, max_size=3), st.lists(st.integers(-5, -1), min_size=1),
+                      st.lists(st.booleans(), min_size=1, max_size=7).filter(lambda m: len(m) != 4),
+                      st.just([1, 1]), st.just([1.0]), st.just("yes"), st.just(["x"]), st.just(5)))
+def test_bad_categorical_specs_name_the_fix(spec) -> None:
+    with pytest.raises(TabzooInputError, match="pass|list each"):
+        resolve_categorical_features(spec, np.zeros((3, 4)), 4)
+
+
+def test_good_categorical_specs() -> None:
+    X = np.zeros((3, 4))
+    assert resolve_categorical_features([3, 0], X, 4) == (0, 3)
+    assert resolve_categorical_features(np.array([True, False, False, True]), X, 4) == (0, 3)
+    assert resolve_categorical_features(None, X, 4) == ()
+    assert resolve_categorical_features("auto", X, 4) == ()
+    assert resolve_categorical_features("auto", X, 4, table_categoricals=(2,)) == (2,)
+
+
+def test_inference_precision() -> None:
+    assert resolve_inference_dtype("fp32", "cpu") == torch.float32
+    assert resolve_inference_dtype("auto", "cpu") == (torch.bfloat16 if cpu_has_fast_bf16() else torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrecisionFallbackWarning)
+        assert resolve_inference_dtype("fp16", "cpu") == torch.float16
+        assert resolve_inference_dtype("bf16", "cpu") == torch.bfloat16
+    if not cpu_has_fast_bf16():
+        with pytest.warns(PrecisionFallbackWarning):
+            resolve_inference_dtype("bf16", "cpu")
+    with pytest.raises(TabzooInputError, match="inference_precision"):
+        resolve_inference_dtype("half", "cpu")
+    assert check_fit_mode("fit_with_cache") == "fit_with_cache"
+    with pytest.raises(TabzooInputError, match="fit_mode"):
+        check_fit_mode("cache")
+
+
+@given(n_classes=st.integers(11, 40), n_codes=st.integers(1, 20), seed=st.integers(0, 99))
+def test_ecoc_codebook_is_balanced(n_classes: int, n_codes: int, seed: int) -> None:
+    from tabzoo.estimators.hierarchy import ecoc_codebook
+
+    book = ecoc_codebook(n_classes, 10, n_codes, seed)
+    assert book.shape == (n_codes, n_classes) and book.min() == 0 and book.max() == 9
+    for code in book:
+        sizes = np.bincount(code, minlength=10)
+        assert sizes.max() - sizes.min() <= 1
+
+
+def test_ecoc_decodes_an_oracle_and_sums_to_one() -> None:
+    from tabzoo.estimators.hierarchy import ecoc_codebook, ecoc_proba
+
+    n_classes, truth = 26, np.arange(52) % 26  # query row j is of class truth[j]
+    y_context = np.arange(260) % 26
+    book = ecoc_codebook(n_classes, 10, 12, seed=5)
+
+    def oracle(i: int, labels: np.ndarray, k: int) -> np.ndarray:
+        np.testing.assert_array_equal(labels, book[i][y_context])  # the model sees code i's groups
+        p = np.full((truth.size, k), 0.05 / (k - 1))
+        p[np.arange(truth.size), book[i][truth]] = 0.95
+        return p
+
+    p = ecoc_proba(oracle, y_context, n_classes, 10, truth.size, n_codes=12, seed=5)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert (p.argmax(axis=1) == truth).all() and (p > 0).all()
