@@ -256,22 +256,6 @@ def test_cli_pretrain_refuses_to_overwrite_a_run(tmp_path, capsys):
     assert (out / "latest.json").read_text() == "{}"
 
 
-def test_resume_with_more_steps_follows_the_longer_cosine(tmp_path: Path) -> None:
-    """A resumed run's schedule is defined by the new --steps, not frozen at the old run's end."""
-    short = TrainConfig(steps=6, checkpoint_every=6, seed=3, warmup_steps=1, **FAST)
-    pretrain(build({}), BlobsPrior(), out=tmp_path, config=short)
-    longer = TrainConfig(steps=20, checkpoint_every=10, seed=3, warmup_steps=1, **FAST)
-    res = pretrain(build({}), BlobsPrior(), out=tmp_path, config=longer, resume=True)
-    assert res.resumed_from == 6 and res.steps == 20
-    state = load_latest(tmp_path)
-    sched = state["scheduler"]
-    assert sched["lr_lambdas"][0]["total_steps"] == 20
-    want = WarmupCosine(20, 1, longer.min_lr_ratio)
-    assert sched["_last_lr"][0] == pytest.approx(longer.lr * want(20))
-    # between the two ends the lr was above the old run's floor
-    assert want(6) > want(20) and want(6) > short.min_lr_ratio
-
-
 def test_freeze_keeps_parameters_fixed_and_survives_resume(tmp_path: Path) -> None:
     torch.manual_seed(0)
     start = build({"temperature": 3.0})
@@ -291,3 +275,19 @@ def test_freeze_keeps_parameters_fixed_and_survives_resume(tmp_path: Path) -> No
         pretrain(build({}), BlobsPrior(), steps=1, freeze=["log_temp", "feature_weight"], **FAST)
     with pytest.raises(TabzooInputError, match="prefixes"):
         TrainConfig(freeze="rows")  # type: ignore[arg-type]
+
+
+def test_resume_with_more_steps_follows_the_longer_cosine(tmp_path: Path) -> None:
+    """A resumed run's schedule is defined by the new --steps, not frozen at the old run's end."""
+    short = TrainConfig(steps=6, checkpoint_every=6, seed=3, warmup_steps=1, **FAST)
+    pretrain(build({}), BlobsPrior(), out=tmp_path, config=short)
+    longer = TrainConfig(steps=20, checkpoint_every=10, seed=3, warmup_steps=1, **FAST)
+    res = pretrain(build({}), BlobsPrior(), out=tmp_path, config=longer, resume=True)
+    assert res.resumed_from == 6 and res.steps == 20
+    state = load_latest(tmp_path)
+    sched = state["scheduler"]
+    assert sched["lr_lambdas"][0]["total_steps"] == 20
+    want = WarmupCosine(20, 1, longer.min_lr_ratio)
+    assert sched["_last_lr"][0] == pytest.approx(longer.lr * want(20))
+    # between the two ends the lr was above the old run's floor
+    assert want(6) > want(20) and want(6) > short.min_lr_ratio

@@ -141,7 +141,7 @@ def test_tabflex_icl_checkpoint_loads_offline_with_metadata() -> None:
 
     meta = json.loads((_CKPT_DIR / "tabflex-icl.json").read_text())
     assert meta["prior"] == "icl" and meta["extra"]["package_version"] and meta["steps"] >= 400
-    assert meta["config"]["train_rows"] == 4096 and meta["extra"]["train_config"]["init_from"]
+    assert meta["config"]["train_rows"] >= 4096 and meta["extra"]["train_config"]["init_from"]
     model = load_tabflex("tabflex-icl")
     assert model.max_features == 100 and not model.training
     small = load_tabflex("tabflex-small")
