@@ -12,14 +12,13 @@ data, with no network.
 2. by convention, ``<package of the plugin module>.demo:run_demo`` when that module exists
    (``tabzoo_tabflex.plugin`` -> ``tabzoo_tabflex.demo``);
 3. for an in-context architecture with a classifier estimator and no demo, :func:`default_demo`
-   runs the estimator on scikit-learn's breast_cancer and wine.
+   runs the estimator on scikit-learn's breast_cancer and wine and Palmer penguins.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,16 +98,11 @@ def discover(registry: Any = None) -> tuple[list[DemoEntry], dict[str, list[str]
 
 
 def default_demo(spec: Any, *, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
-    """The demo of an in-context classifier that ships none: its estimator, LogisticRegression and
-    HistGradientBoosting on the same stratified split of breast_cancer and wine (accuracy)."""
-    from sklearn import datasets
+    """The demo of an in-context classifier that ships none: its estimator beside LogisticRegression
+    and HistGradientBoosting on the same splits (:func:`tabzoo.estimators.demo.classification_demo`)."""
     from sklearn.base import ClassifierMixin
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import accuracy_score
-    from sklearn.model_selection import train_test_split
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+
+    from tabzoo.estimators.demo import classification_demo
 
     cls = spec.estimator_class()
     if not issubclass(cls, ClassifierMixin):
@@ -116,22 +110,7 @@ def default_demo(spec: Any, *, seed: int = 0, quick: bool = True) -> list[dict[s
     params = cls().get_params(deep=False)
     own = {k: v for k, v in {"n_estimators": 2 if quick else 4, "random_state": seed, "device": "cpu"}.items()
            if k in params}
-    makers: dict[str, tuple[bool, Callable[[], Any]]] = {
-        spec.name: (False, lambda: cls(**own)),
-        "LogisticRegression": (True, lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))),
-        "HistGradientBoosting": (True, lambda: HistGradientBoostingClassifier(random_state=seed)),
-    }
-    rows = []
-    for ds in ("breast_cancer", "wine"):
-        X, y = getattr(datasets, f"load_{ds}")(return_X_y=True)
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
-        for name, (baseline, make) in makers.items():
-            t0 = time.perf_counter()
-            pred = make().fit(Xtr, ytr).predict(Xte)
-            rows.append({"dataset": ds, "task": "classification", "model": name, "metric": "accuracy",
-                         "value": float(accuracy_score(yte, pred)), "fit_predict_s": time.perf_counter() - t0,
-                         "baseline": baseline})
-    return rows
+    return classification_demo(spec.name, lambda: cls(**own), seed=seed, quick=quick)
 
 
 def _norm(text: str) -> str:
