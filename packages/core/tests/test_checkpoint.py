@@ -17,6 +17,8 @@ from tabzoo.checkpoint import (
     load_checkpoint,
     load_model,
     load_state,
+    read_checkpoint_cached,
+    resolve_checkpoint,
     save_checkpoint,
     save_state,
     unflatten_state,
@@ -168,3 +170,28 @@ def test_flatten_state_roundtrip(tree) -> None:
 def test_flatten_refuses_arbitrary_objects() -> None:
     with pytest.raises(CheckpointError, match="without pickle"):
         flatten_state({"x": object()})
+
+
+def test_resolve_checkpoint_takes_a_shipped_name_or_a_users_pair(tmp_path: Path) -> None:
+    shipped, runs = tmp_path / "shipped", tmp_path / "runs"
+    save_checkpoint(shipped / "small", _model(), architecture="mlp", config={"d_in": 4})
+    save_checkpoint(runs / "mine", _model(), architecture="mlp", config={"d_in": 4})
+    assert resolve_checkpoint("small", shipped, model="M", cli_name="m") == shipped / "small"
+    for given_as in ("mine", "mine.json", "mine.safetensors"):
+        assert resolve_checkpoint(str(runs / given_as), shipped, model="M", cli_name="m") == runs / "mine"
+    (runs / "half.json").write_text("{}")  # a JSON without its weights is not a checkpoint
+    for bad in ("nope", str(runs / "half")):
+        with pytest.raises(CheckpointError, match=r"M checkpoint .* \['small'\].*--model m"):
+            resolve_checkpoint(bad, shipped, model="M", cli_name="m")
+
+
+def test_read_checkpoint_cached_reads_once_and_again_after_a_rewrite(tmp_path: Path) -> None:
+    save_checkpoint(tmp_path / "c", _model(), architecture="mlp", config={"d_in": 4})
+    first = read_checkpoint_cached(tmp_path / "c")
+    assert read_checkpoint_cached(tmp_path / "c") is first and first[1] == {"d_in": 4}
+    save_checkpoint(tmp_path / "c2", _model(), architecture="mlp", config={"d_in": 5})
+    os.replace(tmp_path / "c2.safetensors", tmp_path / "c.safetensors")
+    os.replace(tmp_path / "c2.json", tmp_path / "c.json")
+    os.utime(tmp_path / "c.json", (1e9, 2e9))  # a new mtime, whatever the clock's resolution
+    again = read_checkpoint_cached(tmp_path / "c")
+    assert again is not first and again[1] == {"d_in": 5}

@@ -18,12 +18,12 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.checkpoint import read_checkpoint_cached, resolve_checkpoint
 from tabzoo.errors import CheckpointError
 from tabzoo.estimators import InContextClassifier
 from tabzoo.estimators.hierarchy import hierarchical_proba
@@ -45,32 +45,13 @@ def shipped_checkpoints() -> list[str]:
 
 
 def _stem(checkpoint: str) -> Path:
-    if (_CKPT_DIR / f"{checkpoint}.json").exists():
-        return _CKPT_DIR / checkpoint
-    path = Path(checkpoint)
-    if path.suffix in (".json", ".safetensors"):
-        path = path.with_suffix("")
-    if Path(str(path) + ".json").exists() and Path(str(path) + ".safetensors").exists():
-        return path
-    raise CheckpointError(
-        f"ORION-MSP checkpoint {checkpoint!r} not found: it is neither a shipped checkpoint "
-        f"{shipped_checkpoints()} nor a path stem of a .safetensors + .json pair. Pass one of those names or "
-        "the stem of a file written by `tabzoo pretrain --model orion-msp`."
-    )
-
-
-@lru_cache(maxsize=4)
-def _read(stem: str, mtime: float) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    from tabzoo.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(stem)
-    return dict(ckpt.tensors), dict(ckpt.config)
+    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="ORION-MSP", cli_name="orion-msp")
 
 
 def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     """An :class:`OrionMSP` with the weights of a shipped checkpoint name or a path stem (no network)."""
     stem = _stem(checkpoint)
-    tensors, config = _read(str(stem), Path(str(stem) + ".json").stat().st_mtime)
+    tensors, config = read_checkpoint_cached(stem)
     config = dict(config)
     # checkpoints written before the gated memory read existed were trained ungated
     config.setdefault("memory_gate", False)

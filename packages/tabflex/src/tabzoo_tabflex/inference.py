@@ -17,12 +17,12 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.checkpoint import read_checkpoint_cached, resolve_checkpoint
 from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.estimators import InContextRegressor
 from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
@@ -46,33 +46,13 @@ _CKPT_DIR = Path(__file__).parent / "checkpoints"
 
 
 def _stem(checkpoint: str) -> Path:
-    if (_CKPT_DIR / f"{checkpoint}.json").exists():
-        return _CKPT_DIR / checkpoint
-    p = Path(checkpoint)
-    p = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
-    if p.with_suffix(".json").exists() or Path(str(p) + ".json").exists():
-        return p
-    shipped = sorted(q.stem for q in _CKPT_DIR.glob("*.json"))
-    raise CheckpointError(
-        f"TabFlex checkpoint {checkpoint!r} not found: it is neither a shipped checkpoint {shipped} nor a "
-        "path stem of a .safetensors + .json pair. Pass one of those names or the stem of a file written "
-        "by `tabzoo pretrain --model tabflex`."
-    )
-
-
-@lru_cache(maxsize=8)
-def _read(stem: str, mtime: float) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    from tabzoo.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(stem)
-    return dict(ckpt.tensors), dict(ckpt.config)
+    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="TabFlex", cli_name="tabflex")
 
 
 def load_tabflex(checkpoint: str = DEFAULT_CHECKPOINT) -> TabFlex:
     """A :class:`TabFlex` with the weights of a shipped checkpoint name or a path stem (no network)."""
     stem = _stem(checkpoint)
-    js = Path(str(stem) + ".json")
-    tensors, config = _read(str(stem), js.stat().st_mtime)
+    tensors, config = read_checkpoint_cached(stem)
     model = TabFlex({k: v for k, v in config.items() if k != "preset"} | {"preset": config.get("preset", "small")})
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if missing or unexpected:
@@ -85,7 +65,7 @@ def load_tabflex(checkpoint: str = DEFAULT_CHECKPOINT) -> TabFlex:
 
 def _checkpoint_config(checkpoint: str) -> TabFlexConfig:
     stem = _stem(checkpoint)
-    _, config = _read(str(stem), Path(str(stem) + ".json").stat().st_mtime)
+    _, config = read_checkpoint_cached(stem)
     return get_config(config)
 
 

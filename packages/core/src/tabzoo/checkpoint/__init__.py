@@ -65,6 +65,8 @@ __all__ = [
     "load_state",
     "package_of",
     "pretrained_path",
+    "read_checkpoint_cached",
+    "resolve_checkpoint",
     "save_checkpoint",
     "save_state",
     "unflatten_state",
@@ -327,6 +329,43 @@ def pretrained_path(package: str, name: str) -> Path:
             f"package {package!r} ships no checkpoint named {name!r}; available: {available}."
         )
     return stem
+
+
+def resolve_checkpoint(checkpoint: str, shipped_dir: str | Path, *, model: str, cli_name: str) -> Path:
+    """Path stem of ``checkpoint``: a name shipped in ``shipped_dir``, or the stem (with or without
+    ``.json`` / ``.safetensors``) of a user's ``.safetensors`` + ``.json`` pair.
+
+    :param model: the model's name in the error message (``"TabFlex"``).
+    :param cli_name: its ``tabzoo pretrain --model`` name, for the fix in the message.
+    :raises CheckpointError: neither, naming the shipped checkpoints.
+    """
+    shipped_dir = Path(shipped_dir)
+    # a shipped name is a bare name: an absolute path joined to shipped_dir would replace it
+    if Path(checkpoint).name == checkpoint and (shipped_dir / f"{checkpoint}.json").exists():
+        return shipped_dir / checkpoint
+    path = Path(checkpoint)
+    if path.suffix in (".json", ".safetensors"):
+        path = path.with_suffix("")
+    if Path(str(path) + ".json").exists() and Path(str(path) + ".safetensors").exists():
+        return path
+    shipped = sorted(q.stem for q in shipped_dir.glob("*.json"))
+    raise CheckpointError(
+        f"{model} checkpoint {checkpoint!r} not found: it is neither a shipped checkpoint {shipped} nor a "
+        "path stem of a .safetensors + .json pair. Pass one of those names or the stem of a file written "
+        f"by `tabzoo pretrain --model {cli_name}`."
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _read_cached(stem: str, mtime: float) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    ckpt = load_checkpoint(stem)
+    return dict(ckpt.tensors), dict(ckpt.config)
+
+
+def read_checkpoint_cached(stem: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """``(tensors, config)`` of the checkpoint at ``stem``, read once per path and JSON mtime
+    (a rewritten checkpoint is read again). The returned objects are shared: do not modify them."""
+    return _read_cached(str(stem), Path(str(stem) + ".json").stat().st_mtime)
 
 
 def load_pretrained(package: str, name: str) -> Checkpoint:
