@@ -39,8 +39,23 @@ def _latest_step(out: Path) -> int:
         return -1
 
 
+def _marked_processes(marker: str) -> list[int]:
+    """Pids of the live processes whose environment holds ``marker`` (Linux /proc; [] elsewhere)."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                pids.append(int(entry.name)) if state != "Z" else None
+        except OSError:
+            continue
+    return pids
+
+
 def test_kill_minus_9_then_resume_matches_uninterrupted_run(tmp_path: Path) -> None:
-    env = plugin_env(tmp_path / "site")
+    """30 steps: the run prefetches with 1 worker ('auto'); the worker must not outlive the killed run."""
+    marker = f"TABZOO_KILL_TEST={os.getpid()}-{time.monotonic_ns()}"
+    env = {**plugin_env(tmp_path / "site"), marker.split("=")[0]: marker.split("=")[1]}
     steps, kill_at = 30, 9
     config = {"checkpoint_every": 3, "plot": False, "prior_config": {"delay": 0.04}}
     out = tmp_path / "run"
@@ -52,11 +67,17 @@ def test_kill_minus_9_then_resume_matches_uninterrupted_run(tmp_path: Path) -> N
             assert proc.poll() is None, f"pretraining exited early: {proc.communicate()[1][-2000:]}"
             assert time.monotonic() < deadline, "no checkpoint at step 9 within 240 s"
             time.sleep(0.01)
+        if Path("/proc/self/environ").exists():  # the run's worker (and fork server) are up
+            assert [p for p in _marked_processes(marker) if p != proc.pid], "no prefetch worker started"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while _marked_processes(marker) and time.monotonic() < deadline:  # the prefetch worker and its fork server
+        time.sleep(0.2)
+    assert not _marked_processes(marker), "a prefetch worker outlived the killed training process"
     killed_at = _latest_step(out)
     assert kill_at <= killed_at < steps, "the run finished before it was killed; raise the delay"
 

@@ -13,6 +13,7 @@ from tabzoo.errors import TabzooInputError
 __all__ = ["TrainConfig", "WarmupCosine", "batch_seed"]
 
 AMP_MODES = ("auto", "bf16", "fp16", "off")
+AUTO_WORKERS_MIN_STEPS = 16  # below this many steps a worker's start-up (a few seconds) does not pay
 
 
 @dataclass
@@ -45,6 +46,17 @@ class TrainConfig:
     :param init_from: path stem of a model checkpoint (``tabzoo.checkpoint`` safetensors + JSON,
         e.g. a shipped one) whose weights start the run (fine-tuning); its tensors must fit the
         model. A resumed run loads its own state instead.
+    :param freeze: parameter-name prefixes that get no gradient (fine-tuning part of a model).
+    :param workers: background processes that draw prior batches ahead of the training step, so
+        generation overlaps training (:mod:`tabzoo.train.prefetch`). ``0`` = draw each batch in the
+        training process when the step needs it. ``"auto"`` (default) = 1 worker when it pays: a
+        CPU device, >= 2 usable cores, >= 16 steps left to run (a worker takes a few seconds to
+        start) and a picklable prior; else 0. Workers run 1 torch thread and 1 BLAS/OpenMP thread
+        each and draw on the CPU. The batches are identical either way (each is a pure function
+        of ``(seed, step, draw)``); on a GPU, ``workers=0`` draws on the GPU, which gives other
+        random numbers than a worker's CPU draw.
+    :param prefetch_depth: finished batches each worker may hold ahead of the loop (memory cost:
+        ``workers * prefetch_depth`` batches).
     """
 
     steps: int = 1000
@@ -65,6 +77,8 @@ class TrainConfig:
     prior_config: dict[str, Any] = field(default_factory=dict)
     init_from: str | None = None
     freeze: list[str] = field(default_factory=list)
+    workers: int | str = "auto"
+    prefetch_depth: int = 2
 
     def __post_init__(self) -> None:
         if int(self.steps) < 1:
@@ -80,6 +94,14 @@ class TrainConfig:
                 f"freeze must be a list of parameter-name prefixes, e.g. ['rows', 'memory'], got {self.freeze!r}."
             )
         self.freeze = list(self.freeze)
+        if self.workers != "auto" and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                       or self.workers < 0):
+            raise TabzooInputError(
+                f"workers must be 'auto' or an integer >= 0 (0 = draw batches in the training process), "
+                f"got {self.workers!r}."
+            )
+        if isinstance(self.prefetch_depth, bool) or not isinstance(self.prefetch_depth, int) or self.prefetch_depth < 1:
+            raise TabzooInputError(f"prefetch_depth must be an integer >= 1, got {self.prefetch_depth!r}.")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

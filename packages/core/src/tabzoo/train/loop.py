@@ -5,12 +5,17 @@ s, u))`` (plus ``step=s`` for priors whose ``step_aware`` attribute is True, e.g
 so a step is a pure function of the weights, the optimizer state and ``(seed, step)``. Resuming
 from a checkpoint therefore reproduces the uninterrupted loss curve, and a run on ``W``
 processes computes the same updates as one process over the same global batch.
+
+Prefetching (``TrainConfig.workers``): background processes draw those same batches ahead of the
+step (:mod:`tabzoo.train.prefetch`), so prior generation overlaps training; the batches, and so the
+run, are identical with and without it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +27,8 @@ from torch.nn import functional as F
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.train import dist as tzdist
-from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.config import AUTO_WORKERS_MIN_STEPS, TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.prefetch import InProcessSource, PrefetchSource, prior_is_picklable
 from tabzoo.train.state import (
     capture_rng,
     load_latest,
@@ -48,6 +54,10 @@ class TrainResult:
     wall_time_s: float = 0.0
     out: Path | None = None
     resumed_from: int = 0
+    #: wall seconds of each step of this call (waiting for its batches included)
+    step_seconds: list[float] = field(default_factory=list)
+    #: prefetch worker processes this call used (0 = batches drawn in the training process)
+    workers: int = 0
 
 
 def model_inputs(model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -236,6 +246,7 @@ class _Run:
         self.losses: list[float] = []
         self.step = 0
         self.wall_before = 0.0
+        self.source: Any = None
 
     def _apply_freeze(self, prefixes: list[str]) -> list[torch.nn.Parameter]:
         """Set ``requires_grad=False`` on the parameters under ``prefixes``; return the rest.
@@ -365,10 +376,7 @@ class _Run:
         scale = 1.0 / len(self.my_draws)
         local = 0.0
         for u in self.my_draws:
-            # a step-aware prior (e.g. with a row curriculum) also gets the optimiser step
-            extra = {"step": self.step} if getattr(self.prior, "step_aware", False) else {}
-            batch = self.prior.sample(self.draw_size, seed=batch_seed(cfg.seed, self.step, u), device=self.device,
-                                      **extra)
+            batch = self.source.get(self.step, u)  # = draw_batch(prior, ..., seed, step, u): same either way
             x, y_ctx = model_inputs(self.model, batch)
             ctx = (torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None
                    else contextlib.nullcontext())
@@ -391,6 +399,44 @@ class _Run:
         self.sched.step()
         return tzdist.all_reduce_mean(local, info.world_size, self.device)
 
+    # -- batches ------------------------------------------------------------------------------
+    def _resolve_workers(self, start: int) -> int:
+        """The number of prefetch workers for this call (see ``TrainConfig.workers``)."""
+        want, left = self.cfg.workers, self.cfg.steps - start
+        if left <= 0:
+            return 0
+        if want != "auto":
+            n = int(want)
+            if n:
+                ok, why = prior_is_picklable(self.prior)
+                if not ok:
+                    raise TabzooInputError(
+                        f"workers={n} needs a picklable prior (each worker process gets a copy), but prior "
+                        f"{self.prior_name!r} does not pickle ({why}); define its class at module level and "
+                        "keep no open files, locks or lambdas in it, or pass workers=0 (--workers 0)."
+                    )
+                if self.device.type != "cpu":
+                    logger.info("workers=%d: batches are drawn on the CPU by the workers, then moved to %s",
+                                n, self.device)
+            return n
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if self.device.type != "cpu" or cores < 2 or left < AUTO_WORKERS_MIN_STEPS:
+            return 0
+        ok, why = prior_is_picklable(self.prior)
+        if not ok:
+            logger.info("workers='auto': prior %r does not pickle (%s); drawing batches in the training process",
+                        self.prior_name, why)
+            return 0
+        return 1
+
+    def _open_source(self, start: int) -> Any:
+        n = self._resolve_workers(start)
+        if n == 0:
+            return InProcessSource(self.prior, draw_size=self.draw_size, seed=self.cfg.seed, device=self.device)
+        return PrefetchSource(self.prior, draw_size=self.draw_size, seed=self.cfg.seed, start=start,
+                              stop=self.cfg.steps, draws=self.my_draws, workers=n, depth=self.cfg.prefetch_depth,
+                              device=self.device).start()
+
     def run(self, resume: bool) -> TrainResult:
         cfg = self.cfg
         if resume:
@@ -406,19 +452,30 @@ class _Run:
             except ImportError:
                 logger.info("tqdm is not installed; no progress bar (pip install tabzoo-core[progress]).")
         t0 = time.perf_counter()
+        step_seconds: list[float] = []
+        n_workers = 0
         try:
+            self.source = self._open_source(start)
+            n_workers = len(getattr(self.source, "processes", ()))
+            t_step = time.perf_counter()
             while self.step < cfg.steps:
                 loss = self._train_step()
                 self.losses.append(loss)
                 self.step += 1
-                elapsed = time.perf_counter() - t0
+                now = time.perf_counter()
+                step_seconds.append(now - t_step)
+                t_step = now
+                elapsed = now - t0
                 if bar is not None:
                     eps = (self.step - start) * cfg.batch_size / max(elapsed, 1e-9)
                     bar.set_postfix(loss=f"{loss:.4f}", eps=f"{eps:.1f}/s", refresh=False)
                     bar.update(1)
                 if self.step % every == 0 or self.step == cfg.steps:
                     self._checkpoint(self.wall_before + elapsed)
-        finally:
+        finally:  # an error, Ctrl-C or the end: stop and reap the workers, then close the bar
+            if self.source is not None:
+                self.source.close()
+                self.source = None
             if bar is not None:
                 bar.close()
         wall = self.wall_before + time.perf_counter() - t0
@@ -426,4 +483,5 @@ class _Run:
             import torch.distributed as dist
 
             dist.barrier()
-        return TrainResult(self.model, list(self.losses), self.step, self.step * cfg.batch_size, wall, self.out, start)
+        return TrainResult(self.model, list(self.losses), self.step, self.step * cfg.batch_size, wall, self.out, start,
+                           step_seconds, n_workers)
