@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,11 +31,12 @@ from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.metrics import task_metric
 from tabzoo_multitab.model import MultiTabNet
 from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder
-from tabzoo_multitab.training import TaskData, fit_model, select_context
+from tabzoo_multitab.training import MONITORS, TaskData, fit_model, fit_temperatures, select_context
 
 __all__ = ["MultiTabEstimator", "ARCHITECTURES"]
 
 ARCHITECTURES = ("multitab", "mmoe", "shared_bottom", "stl")
+CALIBRATIONS = ("temperature", None)
 
 
 def _has_classification(est: Any) -> bool:
@@ -54,9 +56,22 @@ class MultiTabEstimator(BaseEstimator):
         also apply to the baselines.
     :param hidden: hidden widths of the baselines' MLPs.
     :param n_context: rows of the fixed, seeded prediction context (MultiTab-Net).
-    :param max_epochs, batch_size, lr, weight_decay, patience: training; early stopping on the
-        mean per-task validation metric (AUC for classification, explained variance for regression).
-    :param val_fraction: share of the training rows held out for early stopping (none below 10 rows).
+    :param max_epochs, batch_size, lr, weight_decay, patience: training, with early stopping.
+        ``batch_size="auto"`` (default) = the power of two nearest below ``n_train / 8``, within
+        [32, 256]: at least ~8 optimizer steps per epoch, so that a small table is not left
+        under-trained (and its probabilities far too soft) by an epoch budget; a number fixes it.
+    :param early_stopping: what picks the epoch whose weights are kept: ``"loss"`` (default) = the
+        validation loss (log-loss / cross-entropy for classification, MSE for regression), which
+        keeps the probabilities calibrated; ``"metric"`` = the mean per-task validation metric (AUC
+        for classification, explained variance for regression), blind to calibration: it keeps the
+        first epoch that ranks well, often with far too soft probabilities.
+    :param calibration: ``"temperature"`` (default) = after training, one temperature per
+        classification task, fitted on the held-out rows (the validation slice or ``eval_set``) to
+        minimise their log-loss, divides the logits in :meth:`predict_proba` (``temperatures_``);
+        predictions (argmax / sign) never change. ``None`` = raw logits. Without held-out rows
+        (fewer than 10 training rows) the temperature stays 1.
+    :param val_fraction: share of the training rows held out for early stopping and calibration
+        (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
     :param device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
     :param progress: show a tqdm bar over epochs.
@@ -67,9 +82,9 @@ class MultiTabEstimator(BaseEstimator):
                  n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
                  dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
                  hidden: Sequence[int] = (256, 128), n_context: int = 256,
-                 max_epochs: int = 100, batch_size: int = 256, lr: float = 1e-3, weight_decay: float = 1e-5,
+                 max_epochs: int = 100, batch_size: int | str = "auto", lr: float = 1e-3, weight_decay: float = 1e-5,
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
-                 progress: bool = False) -> None:
+                 progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -93,6 +108,8 @@ class MultiTabEstimator(BaseEstimator):
         self.random_state = random_state
         self.device = device
         self.progress = progress
+        self.early_stopping = early_stopping
+        self.calibration = calibration
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -137,6 +154,14 @@ class MultiTabEstimator(BaseEstimator):
         return BASELINES[self.architecture](enc.n_num, enc.cardinalities, tasks, d_embed=self.d_embed,
                                             hidden=tuple(self.hidden), dropout=self.dropout)
 
+    def _batch_size(self, n_train: int) -> int:
+        """The minibatch size for ``n_train`` training rows (``batch_size="auto"``: see the class doc)."""
+        if self.batch_size == "auto":
+            return int(min(256, max(32, 2 ** math.floor(math.log2(max(1.0, n_train / 8))))))
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
+            raise TabzooInputError(f"batch_size={self.batch_size!r}: use 'auto' or an integer >= 1.")
+        return int(self.batch_size)
+
     def _data(self, X: Any, Yenc: np.ndarray | None = None) -> TaskData:
         x_num, x_cat = self.encoder_.transform(X)
         return TaskData(torch.from_numpy(x_num), torch.from_numpy(x_cat) if x_cat is not None else None,
@@ -157,6 +182,10 @@ class MultiTabEstimator(BaseEstimator):
         Y, names, single = self._targets(y, X.shape[0])
         if self.architecture not in ARCHITECTURES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
+        if self.early_stopping not in MONITORS:
+            raise TabzooInputError(f"early_stopping={self.early_stopping!r}: use one of {MONITORS}.")
+        if self.calibration not in CALIBRATIONS:
+            raise TabzooInputError(f"calibration={self.calibration!r}: use one of {CALIBRATIONS}.")
         self.device_ = resolve_device(self.device)
         self.encoder_ = FeatureEncoder().fit(X)
         self.target_encoder_ = TargetEncoder().fit(Y, names, self.task_types)
@@ -182,10 +211,14 @@ class MultiTabEstimator(BaseEstimator):
         self.context_ = select_context(train, self.n_context, self.random_state) if self.architecture == "multitab" else None
         self.fit_result_ = fit_model(
             self.model_, self.tasks_, train, val, task_weights=self.task_weights, max_epochs=self.max_epochs,
-            batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
-            seed=self.random_state, context=self.context_, progress=self.progress,
+            batch_size=self._batch_size(len(train)), lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
+            seed=self.random_state, context=self.context_, progress=self.progress, monitor=self.early_stopping,
         )
         self.n_epochs_ = self.fit_result_.epochs_run
+        held_out = val if val is not None and len(val) else None
+        self.temperatures_ = (fit_temperatures(self.model_, held_out, self.tasks_, self.context_)
+                              if self.calibration == "temperature" and held_out is not None
+                              else [1.0] * len(self.tasks_))
         return self
 
     # -- predict ----------------------------------------------------------------------------
@@ -209,10 +242,12 @@ class MultiTabEstimator(BaseEstimator):
     @available_if(_has_classification)
     def predict_proba(self, X: Any) -> list[np.ndarray | None] | np.ndarray:
         """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks);
-        the array itself when fitted on a 1-d ``y``."""
+        the array itself when fitted on a 1-d ``y``. Logits are divided by ``temperatures_``."""
         probs: list[np.ndarray | None] = []
         outs = self._outputs(X)
-        for t, o in zip(self.tasks_, outs, strict=True):
+        temps = getattr(self, "temperatures_", [1.0] * len(self.tasks_))
+        for t, o, temp in zip(self.tasks_, outs, temps, strict=True):
+            o = o.astype(np.float64) / float(temp)
             if t.kind == "binary":
                 p1 = 1.0 / (1.0 + np.exp(-o[:, 0].astype(np.float64)))
                 probs.append(np.stack([1 - p1, p1], 1))
