@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import signal
+import time
 from typing import Any
 
 import torch
@@ -21,6 +23,15 @@ class StepBlobs(BlobsPrior):
         batch.x[..., 0] += 0.01 * step
         batch.x[..., 1] += 0.001 * float(torch.rand(()))  # the global RNG: seeded per draw by the loop
         return batch
+
+
+class SlowInWorker(StepBlobs):
+    """Takes 0.2 s per batch in a worker process, no time in the training process."""
+
+    def sample(self, batch_size: int, *, seed: int, device: str = "cpu", step: int | None = None) -> Any:
+        if mp.parent_process() is not None:
+            time.sleep(0.2)
+        return super().sample(batch_size, seed=seed, device=device, step=step)
 
 
 class FailingPrior(StepBlobs):

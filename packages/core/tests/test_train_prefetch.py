@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,9 @@ import pytest
 import torch
 from _blobs import BlobsPrior
 from _icl_testmodel import KernelICL, build
-from _prefetch_priors import FailingPrior, StepBlobs, UnpicklableError
+from _prefetch_priors import FailingPrior, SlowInWorker, StepBlobs, UnpicklableError
 from tabzoo.errors import TabzooInputError
-from tabzoo.train import TrainConfig, load_latest, pretrain
-from tabzoo.train import loop as train_loop
+from tabzoo.train import TrainConfig, load_latest, prefetch, pretrain
 from tabzoo.train.prefetch import PrefetchSource, PriorWorkerError, draw_batch
 
 FAST = {"progress": False, "plot": False, "lr": 0.05, "batch_size": 4}
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="checks worker p
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[PrefetchSource]:
-    """Every PrefetchSource the loop starts, so a test can check its processes afterwards."""
+    """Every PrefetchSource the loop starts, so a test can check its processes afterwards. The
+    training process never draws a batch itself here (``STEAL`` off): the workers draw them all."""
+    monkeypatch.setattr(prefetch, "STEAL", False)
     seen: list[PrefetchSource] = []
     original = PrefetchSource.start
 
@@ -54,15 +56,37 @@ def _same_batch(a: Any, b: Any) -> None:
     assert (a.n_context, a.task, a.categorical) == (b.n_context, b.task, b.categorical)
 
 
-def test_prefetched_batches_are_the_in_process_batches() -> None:
+@pytest.mark.parametrize("steal", [False, True])
+def test_prefetched_batches_are_the_in_process_batches(steal: bool) -> None:
     prior = StepBlobs()
-    with PrefetchSource(prior, draw_size=3, seed=7, start=2, stop=6, draws=[0, 2], workers=2, depth=1) as src:
+    with PrefetchSource(prior, draw_size=3, seed=7, start=2, stop=6, draws=[0, 2], workers=2, depth=1,
+                        steal=steal) as src:
         for step in range(2, 6):
             for u in (0, 2):
                 _same_batch(src.get(step, u), draw_batch(prior, 3, 7, step, u, "cpu"))
         with pytest.raises(RuntimeError, match="in order"):
             src.get(9, 0)
+    assert steal or src.stolen == 0
     _assert_reaped([src])
+
+
+def test_a_lagging_worker_is_helped_and_the_run_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker takes 0.2 s a batch, a step 0.05 s: the training process draws most batches
+    itself, the worker some, and the run equals the in-process one."""
+
+    class SlowStep(KernelICL):
+        def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+            time.sleep(0.05)
+            return super().forward(x, y_context)
+
+    seen: list[PrefetchSource] = []
+    original = PrefetchSource.start
+    monkeypatch.setattr(PrefetchSource, "start", lambda self: (seen.append(self), original(self))[1])
+    ref = pretrain(SlowStep(), SlowInWorker(), steps=30, seed=4, workers=0, **FAST)
+    res = pretrain(SlowStep(), SlowInWorker(), steps=30, seed=4, workers=1, **FAST)
+    assert res.losses == ref.losses
+    assert 0 < seen[0].stolen < 30
+    _assert_reaped(seen)
 
 
 def test_training_is_identical_with_and_without_prefetch(started: list[PrefetchSource]) -> None:
@@ -103,7 +127,7 @@ def test_unpicklable_errors_and_dead_workers_raise_prior_worker_error(started: l
     assert isinstance(UnpicklableError(1), Exception)
     with pytest.raises(PriorWorkerError, match="UnpicklableError.*prefetch worker 0.*step 2"):
         pretrain(build({}), FailingPrior(fail_at=2, how="unpicklable"), steps=4, workers=1, **FAST)
-    with pytest.raises(PriorWorkerError, match=r"died with exit code -9 before delivering step [01], draw 0.*workers=0"):
+    with pytest.raises(PriorWorkerError, match=r"died with exit code -9 while the training process waited for step [01], draw 0.*workers=0"):
         pretrain(build({}), FailingPrior(fail_at=1, how="kill"), steps=4, workers=1, **FAST)
     _assert_reaped(started)
 
@@ -124,7 +148,7 @@ def test_ctrl_c_in_the_training_process_stops_the_workers(started: list[Prefetch
 
 
 def test_workers_auto_and_bad_values(monkeypatch: pytest.MonkeyPatch, started: list[PrefetchSource]) -> None:
-    monkeypatch.setattr(train_loop.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
     assert pretrain(build({}), BlobsPrior(), steps=3, **FAST).workers == 0  # too short to pay
     assert pretrain(build({}), BlobsPrior(), steps=16, **FAST).workers == 1
 
@@ -134,7 +158,7 @@ def test_workers_auto_and_bad_values(monkeypatch: pytest.MonkeyPatch, started: l
     assert pretrain(build({}), LocalPrior(), steps=16, **FAST).workers == 0
     with pytest.raises(TabzooInputError, match="picklable.*workers=0"):
         pretrain(build({}), LocalPrior(), steps=2, workers=1, **FAST)
-    monkeypatch.setattr(train_loop.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert pretrain(build({}), BlobsPrior(), steps=16, **FAST).workers == 0  # one core: nothing to overlap with
     for bad in (-1, "2", 1.5, True):
         with pytest.raises(TabzooInputError, match="workers must be"):

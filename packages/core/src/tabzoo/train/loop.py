@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +26,8 @@ from torch.nn import functional as F
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.train import dist as tzdist
-from tabzoo.train.config import AUTO_WORKERS_MIN_STEPS, TrainConfig, WarmupCosine, batch_seed
-from tabzoo.train.prefetch import InProcessSource, PrefetchSource, prior_is_picklable
+from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
     capture_rng,
     load_latest,
@@ -399,44 +398,6 @@ class _Run:
         self.sched.step()
         return tzdist.all_reduce_mean(local, info.world_size, self.device)
 
-    # -- batches ------------------------------------------------------------------------------
-    def _resolve_workers(self, start: int) -> int:
-        """The number of prefetch workers for this call (see ``TrainConfig.workers``)."""
-        want, left = self.cfg.workers, self.cfg.steps - start
-        if left <= 0:
-            return 0
-        if want != "auto":
-            n = int(want)
-            if n:
-                ok, why = prior_is_picklable(self.prior)
-                if not ok:
-                    raise TabzooInputError(
-                        f"workers={n} needs a picklable prior (each worker process gets a copy), but prior "
-                        f"{self.prior_name!r} does not pickle ({why}); define its class at module level and "
-                        "keep no open files, locks or lambdas in it, or pass workers=0 (--workers 0)."
-                    )
-                if self.device.type != "cpu":
-                    logger.info("workers=%d: batches are drawn on the CPU by the workers, then moved to %s",
-                                n, self.device)
-            return n
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        if self.device.type != "cpu" or cores < 2 or left < AUTO_WORKERS_MIN_STEPS:
-            return 0
-        ok, why = prior_is_picklable(self.prior)
-        if not ok:
-            logger.info("workers='auto': prior %r does not pickle (%s); drawing batches in the training process",
-                        self.prior_name, why)
-            return 0
-        return 1
-
-    def _open_source(self, start: int) -> Any:
-        n = self._resolve_workers(start)
-        if n == 0:
-            return InProcessSource(self.prior, draw_size=self.draw_size, seed=self.cfg.seed, device=self.device)
-        return PrefetchSource(self.prior, draw_size=self.draw_size, seed=self.cfg.seed, start=start,
-                              stop=self.cfg.steps, draws=self.my_draws, workers=n, depth=self.cfg.prefetch_depth,
-                              device=self.device).start()
-
     def run(self, resume: bool) -> TrainResult:
         cfg = self.cfg
         if resume:
@@ -455,7 +416,8 @@ class _Run:
         step_seconds: list[float] = []
         n_workers = 0
         try:
-            self.source = self._open_source(start)
+            self.source = open_batch_source(self.prior, self.prior_name, cfg, self.device, start=start,
+                                            draws=self.my_draws, draw_size=self.draw_size)
             n_workers = len(getattr(self.source, "processes", ()))
             t_step = time.perf_counter()
             while self.step < cfg.steps:

@@ -5,11 +5,15 @@ Both sources hand the loop the SAME batches: draw ``u`` of step ``s`` is always
 whichever process calls it, so a run with ``workers=N`` computes exactly what ``workers=0`` does
 (on a CPU device), and ``--resume`` stays exact.
 
-:class:`PrefetchSource` starts ``N`` worker processes (``spawn``, so it is safe beside torch's
-thread pools and CUDA, and works on every OS). Worker ``k`` draws the batches ``k, k + N, ...`` of
-the run's sequence ahead of the training step, up to ``depth`` finished batches each, on the CPU
-with ONE torch thread and one BLAS/OpenMP thread (``OMP_NUM_THREADS`` etc. are set to 1 in its
-environment), so they do not fight the training step for cores. A batch travels as one pickle.
+:class:`PrefetchSource` starts ``N`` worker processes (forked from a clean fork server, or
+spawned: never forked from the training process, so it is safe beside torch's thread pools and
+CUDA). Workers claim the run's batches in order from a shared counter and draw them ahead of the
+training step (up to ``N * depth`` ahead), on the CPU, with ONE torch thread and one BLAS/OpenMP
+thread each (``OMP_NUM_THREADS`` etc. are set to 1 in their environment) and at a lower priority
+(``nice`` +:data:`WORKER_NICENESS`), so they use idle cores and leave the training step its own.
+When the next batch is not claimed yet (the workers lag on a busy machine, or are starting), the
+training process draws it itself, so prefetching never costs more than the hand-over. A batch
+travels as one pickle.
 
 Failure handling:
 
@@ -41,14 +45,22 @@ from typing import Any
 
 import torch
 
-from tabzoo.train.config import batch_seed
+from tabzoo.errors import TabzooInputError
+from tabzoo.train.config import AUTO_WORKERS_MIN_STEPS, TrainConfig, batch_seed
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["InProcessSource", "PrefetchSource", "PriorWorkerError", "draw_batch", "prior_is_picklable"]
+__all__ = ["InProcessSource", "PrefetchSource", "PriorWorkerError", "draw_batch", "open_batch_source", "resolve_workers",
+           "prior_is_picklable"]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 _POLL_S = 0.5
+_WAIT_S = 0.005  # a worker that is far enough ahead checks again after this long
+#: workers run this much nicer than the training process (they use idle cores first)
+WORKER_NICENESS = 5
+#: the training process draws a batch itself when no worker has claimed it yet (tests turn it off
+#: to force the worker path)
+STEAL = True
 _env_lock = threading.Lock()
 
 
@@ -91,6 +103,46 @@ def prior_is_picklable(prior: Any) -> tuple[bool, str]:
     return True, ""
 
 
+def resolve_workers(prior: Any, prior_name: str, cfg: TrainConfig, device: torch.device, start: int) -> int:
+    """The number of prefetch workers for a run resumed at ``start`` (see ``TrainConfig.workers``)."""
+    want, left = cfg.workers, cfg.steps - start
+    if left <= 0:
+        return 0
+    if want != "auto":
+        n = int(want)
+        if n:
+            ok, why = prior_is_picklable(prior)
+            if not ok:
+                raise TabzooInputError(
+                    f"workers={n} needs a picklable prior (each worker process gets a copy), but prior "
+                    f"{prior_name!r} does not pickle ({why}); define its class at module level and keep no "
+                    "open files, locks or lambdas in it, or pass workers=0 (--workers 0)."
+                )
+            if device.type != "cpu":
+                logger.info("workers=%d: batches are drawn on the CPU by the workers, then moved to %s", n, device)
+        return n
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if device.type != "cpu" or cores < 2 or left < AUTO_WORKERS_MIN_STEPS:
+        return 0
+    ok, why = prior_is_picklable(prior)
+    if not ok:
+        logger.info("workers='auto': prior %r does not pickle (%s); drawing batches in the training process",
+                    prior_name, why)
+        return 0
+    return 1
+
+
+def open_batch_source(prior: Any, prior_name: str, cfg: TrainConfig, device: torch.device, *, start: int,
+                      draws: Sequence[int], draw_size: int) -> InProcessSource | PrefetchSource:
+    """The batches of steps ``start..cfg.steps`` (draws ``draws`` of each): prefetched by
+    :func:`resolve_workers` workers, or drawn in-process. Close it when done."""
+    n = resolve_workers(prior, prior_name, cfg, device, start)
+    if n == 0:
+        return InProcessSource(prior, draw_size=draw_size, seed=cfg.seed, device=device)
+    return PrefetchSource(prior, draw_size=draw_size, seed=cfg.seed, start=start, stop=cfg.steps, draws=draws,
+                          workers=n, depth=cfg.prefetch_depth, device=device, steal=STEAL).start()
+
+
 class InProcessSource:
     """Draws each batch when the loop asks for it (``workers=0``)."""
 
@@ -107,48 +159,61 @@ class InProcessSource:
 class PrefetchSource:
     """Batches of steps ``start, start + 1, ... < stop`` (draws ``draws`` of each), drawn ahead by worker processes.
 
+    The batches form one sequence, ``i = (step - start) * len(draws) + draw index``. A worker claims
+    the next unclaimed ``i`` (a shared counter), at most ``workers * depth`` ahead of the loop, draws
+    it and sends it back; the loop takes them in order. Workers run at a lower priority (``nice``
+    +:data:`WORKER_NICENESS`) so they use idle cores and never slow the training step down on a busy
+    machine; when the batch the loop needs next is not claimed yet (the workers lag, or are still
+    starting), the training process claims and draws it itself (``stolen`` counts them), so a run
+    is never slower than drawing in-process by more than the hand-over. Which process draws a batch
+    never changes it.
+
     The loop must ask for them in that order (``get(step, draw)``), as :func:`tabzoo.train.pretrain`
     does. Use as a context manager, or call :meth:`close`.
 
     :param prior: a picklable prior (each worker unpickles its own copy).
     :param workers: number of worker processes (>= 1).
-    :param depth: finished batches each worker may hold ahead of the loop (memory: ``workers *
-        depth`` batches).
-    :param device: where :meth:`get` puts each batch (workers draw on the CPU).
+    :param depth: batches each worker may draw ahead of the loop (memory: ``workers * depth``).
+    :param device: where :meth:`get` puts each batch (all are drawn on the CPU).
+    :param steal: let the training process draw a batch no worker has claimed yet.
     """
 
     def __init__(self, prior: Any, *, draw_size: int, seed: int, start: int, stop: int, draws: Sequence[int],
-                 workers: int, depth: int = 2, device: torch.device | str = "cpu") -> None:
+                 workers: int, depth: int = 2, device: torch.device | str = "cpu", steal: bool = True) -> None:
         if workers < 1 or depth < 1:
             raise ValueError(f"workers and depth must be >= 1, got {workers} and {depth}")
+        self.prior = prior
         self.prior_name = str(getattr(prior, "name", type(prior).__name__))
         self.draw_size, self.seed, self.first, self.stop = int(draw_size), int(seed), int(start), int(stop)
         self.draws = [int(u) for u in draws]
-        self.n_workers, self.depth = int(workers), int(depth)
+        self.n_workers, self.depth, self.steal = int(workers), int(depth), bool(steal)
         self.device = torch.device(device)
         self.total = max(0, self.stop - self.first) * len(self.draws)
+        self.stolen = 0
         self._next = 0
+        self._buffer: dict[int, tuple[Any, ...]] = {}
         self._prior_bytes = pickle.dumps(prior, protocol=pickle.HIGHEST_PROTOCOL)
         self._ctx = _context(prior)
         self._stop_event = self._ctx.Event()
-        self._queues: list[Any] = []
+        self._claim = self._ctx.Value("q", 0)  # the next unclaimed batch index (with its lock)
+        self._consumed = self._ctx.Value("q", 0, lock=False)  # batches handed to the loop
+        self._results: Any = None
         self.processes: list[Any] = []
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> PrefetchSource:
         n = min(self.n_workers, max(1, self.total))
-        args = (self._prior_bytes, self.draw_size, self.seed, self.first, self.draws, self.total, n)
+        self._results = self._ctx.Queue()
+        args = (self._prior_bytes, self.draw_size, self.seed, self.first, self.draws, self.total, n * self.depth,
+                self._claim, self._consumed, self._results, self._stop_event)
         with _single_threaded_env():
             for k in range(n):
-                q = self._ctx.Queue(maxsize=self.depth)
-                p = self._ctx.Process(target=_worker_main, args=(k, *args, q, self._stop_event),
-                                      name=f"tabzoo-prefetch-{k}", daemon=True)
+                p = self._ctx.Process(target=_worker_main, args=(k, *args), name=f"tabzoo-prefetch-{k}", daemon=True)
                 p.start()
-                self._queues.append(q)
                 self.processes.append(p)
-        logger.info("prefetching prior batches in %d worker process(es) (pids %s), %d ahead each",
-                    n, [p.pid for p in self.processes], self.depth)
+        logger.info("prefetching prior batches in %d worker process(es) (pids %s), up to %d ahead",
+                    n, [p.pid for p in self.processes], n * self.depth)
         return self
 
     def __enter__(self) -> PrefetchSource:
@@ -165,10 +230,7 @@ class PrefetchSource:
         self._stop_event.set()
         deadline = time.monotonic() + timeout
         while any(p.is_alive() for p in self.processes) and time.monotonic() < deadline:
-            for q in self._queues:  # a worker blocked on a full queue or flushing a batch needs a reader
-                with contextlib.suppress(Exception):
-                    while True:
-                        q.get_nowait()
+            self._drain()  # a worker flushing a batch into the pipe needs a reader
             for p in self.processes:
                 p.join(timeout=0.05)
         for p in self.processes:
@@ -179,9 +241,13 @@ class PrefetchSource:
             if p.is_alive():
                 p.kill()
             p.join()
-        for q in self._queues:
-            q.cancel_join_thread()
-            q.close()
+        if self._results is not None:
+            self._results.cancel_join_thread()
+            self._results.close()
+        self._buffer.clear()
+        if self.stolen:
+            logger.info("the training process drew %d of %d batches itself (the workers lagged)", self.stolen,
+                        self._next)
 
     # -- batches --------------------------------------------------------------------------------
     def get(self, step: int, draw: int) -> Any:
@@ -194,39 +260,72 @@ class PrefetchSource:
         want = self._key(i) if i < self.total else None
         if want != (step, draw):
             raise RuntimeError(f"batches must be asked for in order: expected {want}, got {(step, draw)}")
-        k = i % len(self.processes)
-        msg = self._receive(k, step, draw)
-        self._next += 1
-        kind, index, payload, tb = msg
-        if index != i:  # cannot happen with one ordered queue per worker; guard anyway
-            raise PriorWorkerError(f"prefetch worker {k} sent batch {index}, expected {i}")
+        msg = self._buffer.pop(i, None)
+        if msg is None:
+            self._drain()
+            msg = self._buffer.pop(i, None)
+        if msg is None and self.steal and self._claim_for_loop(i):
+            self.stolen += 1
+            self._advance()
+            return self._to_device(draw_batch(self.prior, self.draw_size, self.seed, step, draw, "cpu"))
+        if msg is None:
+            msg = self._wait_for(i, step, draw)
+        self._advance()
+        kind, _, payload, tb, k = msg
         if kind == "error":
             self._raise_remote(payload, tb, k, step, draw)
-        batch = pickle.loads(payload)
-        if self.device.type != "cpu" and hasattr(batch, "to"):
-            batch = batch.to(self.device)
-        return batch
+        return self._to_device(pickle.loads(payload))
 
     def _key(self, i: int) -> tuple[int, int]:
         return self.first + i // len(self.draws), self.draws[i % len(self.draws)]
 
-    def _receive(self, k: int, step: int, draw: int) -> tuple[Any, ...]:
-        q, p = self._queues[k], self.processes[k]
+    def _advance(self) -> None:
+        self._next += 1
+        self._consumed.value = self._next
+
+    def _to_device(self, batch: Any) -> Any:
+        return batch.to(self.device) if self.device.type != "cpu" and hasattr(batch, "to") else batch
+
+    def _claim_for_loop(self, i: int) -> bool:
+        """Claim batch ``i`` for the training process if no worker has (every batch before it is done)."""
+        with self._claim.get_lock():
+            if self._claim.value <= i:
+                self._claim.value = i + 1
+                return True
+        return False
+
+    def _drain(self) -> None:
+        """Move every message already in the pipe into the reorder buffer."""
+        if self._results is None:
+            return
         while True:
             try:
-                return q.get(timeout=_POLL_S)
+                msg = self._results.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                return
+            self._buffer[int(msg[1])] = msg
+
+    def _wait_for(self, i: int, step: int, draw: int) -> tuple[Any, ...]:
+        """Block until a worker delivers batch ``i`` (claimed by it); fail if a worker died."""
+        while True:
+            try:
+                msg = self._results.get(timeout=_POLL_S)
+                self._buffer[int(msg[1])] = msg
             except queue.Empty:
-                if p.is_alive():
-                    continue
-            try:  # it may have put its last message just before exiting
-                return q.get(timeout=_POLL_S)
-            except queue.Empty:
-                raise PriorWorkerError(
-                    f"prefetch worker {k} (pid {p.pid}) died with exit code {p.exitcode} before delivering step "
-                    f"{step}, draw {draw} of prior {self.prior_name!r} (a negative code is the signal that "
-                    "killed it, e.g. -9 = out of memory). Run with workers=0 (--workers 0) to draw batches "
-                    "in the main process and see the failure there."
-                ) from None
+                dead = [(k, p) for k, p in enumerate(self.processes) if p.exitcode not in (None, 0)]
+                if dead or not any(p.is_alive() for p in self.processes):
+                    self._drain()
+                    if i in self._buffer:
+                        return self._buffer.pop(i)
+                    k, p = dead[0] if dead else (0, self.processes[0])
+                    raise PriorWorkerError(
+                        f"prefetch worker {k} (pid {p.pid}) died with exit code {p.exitcode} while the training "
+                        f"process waited for step {step}, draw {draw} of prior {self.prior_name!r} (a negative "
+                        "code is the signal that killed it, e.g. -9 = out of memory). Run with workers=0 "
+                        "(--workers 0) to draw batches in the main process and see the failure there."
+                    ) from None
+            if i in self._buffer:
+                return self._buffer.pop(i)
 
     def _raise_remote(self, payload: bytes | None, tb: str, k: int, step: int, draw: int) -> None:
         where = (f"raised in prefetch worker {k} (pid {self.processes[k].pid}) while drawing step {step}, "
@@ -277,43 +376,48 @@ def _single_threaded_env() -> Iterator[None]:
 
 
 def _worker_main(k: int, prior_bytes: bytes, draw_size: int, seed: int, start: int, draws: list[int], total: int,
-                 n: int, out: Any, stop: Any) -> None:
-    """Worker ``k`` of ``n``: draw batches ``k, k + n, ...`` and put them on ``out`` in order."""
+                 ahead: int, claim: Any, consumed: Any, out: Any, stop: Any) -> None:
+    """Worker ``k``: claim the next batch index (at most ``ahead`` past the loop), draw it, send it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the main process, which stops us
     torch.set_num_threads(1)
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
-
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)  # idle cores first: never slow the training step down
     owner = mp.parent_process()  # the training process (under forkserver, os.getppid() is the server)
 
     def orphaned() -> bool:
         return stop.is_set() or (owner is not None and not owner.is_alive())
 
-    def put(msg: tuple[Any, ...]) -> bool:
-        while True:
-            try:
-                out.put(msg, timeout=_POLL_S)
-                return True
-            except queue.Full:
-                if orphaned():
-                    return False
-
     try:
         prior = pickle.loads(prior_bytes)
     except BaseException as exc:  # noqa: BLE001 - reported to the main process
-        put(("error", k, _dump(exc), traceback.format_exc()))
+        with claim.get_lock():
+            i = claim.value
+            claim.value = i + 1
+        out.put(("error", i, _dump(exc), traceback.format_exc(), k))
         return
-    for i in range(k, total, n):
-        if orphaned():
-            break
+    while not orphaned():
+        with claim.get_lock():
+            i = claim.value
+            if i >= total:
+                break
+            if i - consumed.value >= ahead:
+                i = -1  # far enough ahead: wait for the loop
+            else:
+                claim.value = i + 1
+        if i < 0:
+            time.sleep(_WAIT_S)
+            continue
         step, draw = start + i // len(draws), draws[i % len(draws)]
         try:
             payload = pickle.dumps(draw_batch(prior, draw_size, seed, step, draw, "cpu"),
                                    protocol=pickle.HIGHEST_PROTOCOL)
-            msg: tuple[Any, ...] = ("ok", i, payload, "")
+            msg: tuple[Any, ...] = ("ok", i, payload, "", k)
         except BaseException as exc:  # noqa: BLE001 - reported to the main process
-            msg = ("error", i, _dump(exc), traceback.format_exc())
-        if not put(msg) or msg[0] == "error":
+            msg = ("error", i, _dump(exc), traceback.format_exc(), k)
+        out.put(msg)
+        if msg[0] == "error":
             break
     if orphaned():
         out.cancel_join_thread()  # nobody will read what is left in the pipe: exit without flushing it
