@@ -8,7 +8,8 @@ load drifts):
   other two runs draw (a prior that hands them back costs nothing), so it does the same compute;
 - ``inline``: the ``icl`` prior drawing each batch in the training process (``workers=0``);
 - ``prefetch``: the same prior drawn by one background worker (``workers=1``, the default on a
-  CPU with >= 2 cores).
+  CPU with >= 2 cores); the training process draws a batch itself when the worker has not
+  claimed it yet (``batches_drawn_in_process``).
 
 Episodes/s are measured at steady state from the loop's own per-step times
 (``TrainResult.step_seconds``) after ``--skip`` warm-up steps (the first step of the prefetch run
@@ -77,7 +78,7 @@ def _run(init: dict[str, torch.Tensor], prior: Any, steps: int, skip: int, **opt
         "episodes_per_s_with_startup": BATCH * steps / wall,
         "first_step_s": res.step_seconds[0],
         "step_s_median": statistics.median(steady),
-        "wall_s": wall, "workers": res.workers, "load_before": load_before, "load_after": _load(),
+        "wall_s": wall, "workers": res.workers, "batches_drawn_in_process": res.drawn_in_process if res.workers else steps, "load_before": load_before, "load_after": _load(),
         "losses": res.losses,
     }
 

@@ -85,7 +85,7 @@ def test_a_lagging_worker_is_helped_and_the_run_is_unchanged(monkeypatch: pytest
     ref = pretrain(SlowStep(), SlowInWorker(), steps=30, seed=4, workers=0, **FAST)
     res = pretrain(SlowStep(), SlowInWorker(), steps=30, seed=4, workers=1, **FAST)
     assert res.losses == ref.losses
-    assert 0 < seen[0].stolen < 30
+    assert 0 < seen[0].stolen < 30 and res.drawn_in_process == seen[0].stolen
     _assert_reaped(seen)
 
 

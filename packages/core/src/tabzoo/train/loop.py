@@ -57,6 +57,8 @@ class TrainResult:
     step_seconds: list[float] = field(default_factory=list)
     #: prefetch worker processes this call used (0 = batches drawn in the training process)
     workers: int = 0
+    #: with workers: batches the training process drew itself because no worker had claimed them yet
+    drawn_in_process: int = 0
 
 
 def model_inputs(model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -414,7 +416,7 @@ class _Run:
                 logger.info("tqdm is not installed; no progress bar (pip install tabzoo-core[progress]).")
         t0 = time.perf_counter()
         step_seconds: list[float] = []
-        n_workers = 0
+        n_workers = stolen = 0
         try:
             self.source = open_batch_source(self.prior, self.prior_name, cfg, self.device, start=start,
                                             draws=self.my_draws, draw_size=self.draw_size)
@@ -436,6 +438,7 @@ class _Run:
                     self._checkpoint(self.wall_before + elapsed)
         finally:  # an error, Ctrl-C or the end: stop and reap the workers, then close the bar
             if self.source is not None:
+                stolen = int(getattr(self.source, "stolen", 0))
                 self.source.close()
                 self.source = None
             if bar is not None:
@@ -446,4 +449,4 @@ class _Run:
 
             dist.barrier()
         return TrainResult(self.model, list(self.losses), self.step, self.step * cfg.batch_size, wall, self.out, start,
-                           step_seconds, n_workers)
+                           step_seconds, n_workers, stolen)
