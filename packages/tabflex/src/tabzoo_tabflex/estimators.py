@@ -55,12 +55,26 @@ _PARAMS_DOC = """
         ``"fp32"``, ``"bf16"`` or ``"fp16"``; attention sums stay fp32.
     :param wide_features: more features than the model reads: ``"subsample"`` (each member a different,
         balanced feature subset) or ``"project"`` (one seeded Gaussian random projection).
+    :param categorical_encoding: ``"ordinal"`` (default: one code per level, shuffled per member) or ``"onehot"``
+        (indicator columns for categorical columns with 3-64 levels, fewest levels first, while the table stays
+        within the model's 100 features; see :mod:`tabzoo.estimators.encoding`). Measured on the real-data suite:
+        one-hot helps nominal columns whose levels act one by one (hpc_jobs +0.036 ROC-AUC) and hurts where the
+        codes carry an order or a column has many levels (diamonds_cut -0.064, mlc_churn -0.060), so it is opt-in.
+    :param context_strategy: ``"global"`` (every query reads the whole context), ``"local"`` (the context rows are
+        clustered with a seeded, order-free k-means into groups of about ``local_size`` rows; each query row is
+        answered from the ``1.5 * local_size`` rows nearest to its cluster's centre), ``"local+global"`` (the
+        geometric mean of both) or ``"auto"`` (default: ``"local+global"`` above ``AUTO_LOCAL_ROWS`` = 8,192 context
+        rows, the longest prompts the shipped checkpoints were trained on, else ``"global"``). The checkpoints do not
+        learn more from a larger global context; local contexts turn more rows into denser neighbourhoods.
+        Not used beyond the head's class count (ECOC / class tree run on the global context).
+    :param local_size: rows per local cluster (default 2048).
 """
 
 
 class _Common(TabFlexMixin):
     def _finish_fit(self) -> None:
         self._views()  # fitted now: predict leaves the estimator's __dict__ unchanged
+        self._fit_local()
         self._warm_cache()
 
 
@@ -76,6 +90,10 @@ class TabFlexClassifier(_Common, InContextClassifier):
     :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
     :param random_state: seed of the ensemble members (None: fresh; int; RandomState; Generator).
     :param verbose: progress bar over query chunks.
+    :param class_balance: ``"auto"`` (default, = 1.0: measured on the suite's dev tables), 0 (context rows as they
+        are) or a strength ``s``: class ``c``'s context rows weigh ``(n_largest / n_c) ** s`` in every attention sum
+        (exactly as if repeated), and the class prior this implies is divided out of the output, so probabilities
+        keep the context's class frequencies while rare classes are read from more than a handful of rows.
     :param many_class: more classes than the head: ``"ecoc"`` (default: 16 random balanced
         error-correcting codes, one member per code, log-probabilities summed; see
         :func:`tabzoo.estimators.hierarchy.ecoc_proba`) or ``"hierarchical"`` (balanced class tree,
@@ -90,12 +108,14 @@ class TabFlexClassifier(_Common, InContextClassifier):
 
     average = "logits"
 
-    def __init__(self, checkpoint: str = "auto", n_estimators: int = 4, softmax_temperature: float = 0.8,
+    def __init__(self, checkpoint: str = "auto", n_estimators: int = 8, softmax_temperature: float = 0.8,
                  chunk_size: int = 8192, projection_seed: int = 0, device: str = "auto",
                  random_state: Any = 0, verbose: bool = False, *,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample", many_class: str = "ecoc") -> None:
+                 wide_features: str = "subsample", many_class: str = "ecoc",
+                 categorical_encoding: str = "ordinal", class_balance: float | str = "auto",
+                 context_strategy: str = "auto", local_size: int = 2048) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -111,6 +131,10 @@ class TabFlexClassifier(_Common, InContextClassifier):
         self.inference_precision = inference_precision
         self.wide_features = wide_features
         self.many_class = many_class
+        self.categorical_encoding = categorical_encoding
+        self.context_strategy = context_strategy
+        self.local_size = local_size
+        self.class_balance = class_balance
 
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
@@ -165,7 +189,8 @@ class TabFlexRegressor(_Common, InContextRegressor):
                  verbose: bool = False, *, bin_shift: bool = True,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample") -> None:
+                 wide_features: str = "subsample", categorical_encoding: str = "ordinal",
+                 context_strategy: str = "auto", local_size: int = 2048) -> None:
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
         self.chunk_size = chunk_size
@@ -183,6 +208,9 @@ class TabFlexRegressor(_Common, InContextRegressor):
         self.fit_mode = fit_mode
         self.inference_precision = inference_precision
         self.wide_features = wide_features
+        self.categorical_encoding = categorical_encoding
+        self.context_strategy = context_strategy
+        self.local_size = local_size
 
     def _shifts(self) -> list[float]:
         m = len(self.members_)
