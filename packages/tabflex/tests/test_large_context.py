@@ -178,3 +178,31 @@ def test_local_contexts_with_cache_match_uncached() -> None:
     a = _local(fit_mode="fit_with_cache").fit(X[:200], y[:200])
     b = _local().fit(X[:200], y[:200])
     np.testing.assert_allclose(a.predict_proba(X[200:]), b.predict_proba(X[200:]), rtol=1e-5, atol=1e-6)
+
+
+# -- regression calibration -----------------------------------------------------------------------
+def test_regressor_calibration_is_fitted_on_the_context_and_saved(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = 3 * X[:, 0] + X[:, 1] + 0.1 * rng.normal(size=150)
+    reg = TabFlexRegressor(device="cpu", n_estimators=2, n_bins=8).fit(X[:120], y[:120])
+    a, b = reg.calibration_
+    assert 1 / 3 <= b <= 3 and np.isfinite(a)
+    off = TabFlexRegressor(device="cpu", n_estimators=2, n_bins=8, calibrate=False).fit(X[:120], y[:120])
+    assert off.calibration_ == (0.0, 1.0)
+    p, q = reg.predict(X[120:]), off.predict(X[120:])
+    # the calibrated prediction is the affine map of the uncalibrated one (in standardised units)
+    zq = (q - off.y_mean_) / off.y_scale_
+    np.testing.assert_allclose((p - reg.y_mean_) / reg.y_scale_, a + b * zq, rtol=1e-6, atol=1e-6)
+    # the query rows never enter the calibration
+    reg2 = TabFlexRegressor(device="cpu", n_estimators=2, n_bins=8).fit(X[:120], y[:120])
+    reg2.predict(X[120:] * 50)
+    assert reg2.calibration_ == reg.calibration_
+    stem = reg.save(tmp_path / "cal")
+    np.testing.assert_allclose(TabFlexRegressor.load(stem).predict(X[120:]), p, rtol=1e-6, atol=1e-6)
+    # the folds do not depend on the row order
+    perm = rng.permutation(120)
+    again = TabFlexRegressor(device="cpu", n_estimators=2, n_bins=8).fit(X[:120][perm], y[:120][perm])
+    np.testing.assert_allclose(again.calibration_, reg.calibration_, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TabzooInputError, match="calibrate"):
+        TabFlexRegressor(device="cpu", n_estimators=2, calibrate="yes").fit(X, y)

@@ -267,24 +267,35 @@ class TabFlexMixin:
             out[sl] = torch.softmax(logp.mean(0) + prior, dim=-1).numpy()
         return out
 
-    def _proba(self, y: np.ndarray, k: int, x_query: np.ndarray, member_ids: Sequence[int] | None = None) -> np.ndarray:
+    def _proba(self, y: np.ndarray, k: int, x_query: np.ndarray, member_ids: Sequence[int] | None = None,
+               context_rows: np.ndarray | None = None) -> np.ndarray:
+        """Probabilities ``[n_query, k]`` for labels ``y [n_context]`` of the whole context, read from the
+        context rows ``context_rows`` only (None: all, and local contexts when fitted)."""
         ids = list(range(len(self.members_))) if member_ids is None else list(member_ids)  # type: ignore[attr-defined]
         limit = int(self.model_.max_classes)  # type: ignore[attr-defined]
+        base = None if context_rows is None else np.asarray(context_rows, dtype=np.int64)
+        ys = y if base is None else y[base]
+
+        def at(rows: np.ndarray | None) -> np.ndarray | None:  # rows of ys -> rows of the context
+            if base is None:
+                return rows
+            return base if rows is None else base[rows]
+
         if k <= limit:
-            if getattr(self, "local_", None) is not None:
+            if base is None and getattr(self, "local_", None) is not None:
                 return self._local_proba(ids, y, k, x_query)
-            return self._member_proba(ids, None, y, k, x_query)
+            return self._member_proba(ids, at(None), ys, k, x_query)
         if getattr(self, "many_class", "hierarchical") == "ecoc":
             def code(i: int, labels: np.ndarray, kk: int) -> np.ndarray:  # one member per code, cycling
-                return self._member_proba([ids[i % len(ids)]], None, labels, kk, x_query)
+                return self._member_proba([ids[i % len(ids)]], at(None), labels, kk, x_query)
 
-            return ecoc_proba(code, y, k, limit, x_query.shape[0], n_codes=N_CODES,
+            return ecoc_proba(code, ys, k, limit, x_query.shape[0], n_codes=N_CODES,
                               seed=int(self.members_[0].seed))  # type: ignore[attr-defined]
 
         def predict(rows: np.ndarray, labels: np.ndarray, kk: int) -> np.ndarray:
-            return self._member_proba(ids, rows, labels, kk, x_query)
+            return self._member_proba(ids, at(rows), labels, kk, x_query)
 
-        return hierarchical_proba(predict, y, k, limit, x_query.shape[0])
+        return hierarchical_proba(predict, ys, k, limit, x_query.shape[0])
 
     # -- local contexts ------------------------------------------------------------------------
     def _strategy(self) -> str:
