@@ -124,3 +124,25 @@ def _expected_failed(estimator) -> dict[str, str]:
                          expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check) -> None:
     check(estimator)
+
+
+def test_member_views_and_pad_features_are_used() -> None:
+    """Members see their own view (transforms, shuffled category codes) and the padded row layout."""
+    X, y = _blobs(n=90, d=4, k=2, seed=3)
+    X = np.column_stack([X, np.tile([0.0, 1.0, 2.0], 30)])  # one categorical column
+    base = dict(device="cpu", n_estimators=2, random_state=0)
+    clf = OrionMSPClassifier(**base, categorical_features=[4]).fit(X[:60], y[:60])
+    assert clf.categorical_indices_ == (4,)
+    views = clf._views()
+    assert [v.transform_kind for v in views] == ["none", "power"]
+    assert not views[0].shuffle_categories and views[1].shuffle_categories
+    p = clf.predict_proba(X[60:])
+    plain = OrionMSPClassifier(**base, feature_transforms=("none",), categorical_features=None).fit(X[:60], y[:60])
+    assert not np.allclose(p, plain.predict_proba(X[60:]))
+    uncut = OrionMSPClassifier(**base, pad_features=False).fit(X[:60], y[:60])
+    assert not np.allclose(OrionMSPClassifier(**base).fit(X[:60], y[:60]).predict_proba(X[60:]),
+                           uncut.predict_proba(X[60:]))
+    with pytest.raises(TabzooInputError, match="pad_features"):
+        OrionMSPClassifier(pad_features="yes").fit(X[:60], y[:60])
+    with pytest.raises(TabzooInputError):
+        OrionMSPClassifier(feature_transforms=("sqrt",)).fit(X[:60], y[:60])
