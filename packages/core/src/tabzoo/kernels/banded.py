@@ -237,7 +237,8 @@ def attention_banded(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: An
         sg = torch.matmul(qs[:, :, :g], kd.transpose(-1, -2))
         if lay.dense_bias is not None:
             sg = sg + lay.dense_bias
-        out = torch.cat([torch.matmul(torch.softmax(sg, dim=-1), vd), out[:, :, g:]], dim=2)
+        # written into the block output (a fresh tensor that no backward needs): no copy of the rest
+        out[:, :, :g] = torch.matmul(torch.softmax(sg, dim=-1), vd)
     return out.to(q.dtype)
 
 
