@@ -146,3 +146,25 @@ def test_member_views_and_pad_features_are_used() -> None:
         OrionMSPClassifier(pad_features="yes").fit(X[:60], y[:60])
     with pytest.raises(TabzooInputError):
         OrionMSPClassifier(feature_transforms=("sqrt",)).fit(X[:60], y[:60])
+
+
+def test_context_subsets_are_stratified_order_free_and_per_member() -> None:
+    X, y = _blobs(n=300, d=4, k=3, seed=5)
+    y = np.where(np.arange(300) < 20, 2, y % 2)  # class 2 is rare
+    clf = OrionMSPClassifier(device="cpu", n_estimators=3, max_context_rows=60).fit(X, y)
+    rows = np.arange(300)
+    subs = clf._context_subsets(rows, clf.y_context_, 3)
+    assert all(s.size == 60 for s in subs) and not np.array_equal(subs[0], subs[1])
+    for s in subs:  # every class kept, in proportion
+        counts = np.bincount(clf.y_context_[s], minlength=3)
+        assert counts.min() >= 1 and abs(counts[2] - 4) <= 1
+    # the same rows are chosen whatever the order of the training rows
+    perm = np.random.default_rng(0).permutation(300)
+    again = OrionMSPClassifier(device="cpu", n_estimators=3, max_context_rows=60).fit(X[perm], y[perm])
+    subs2 = again._context_subsets(rows, again.y_context_, 3)
+    for a, b in zip(subs, subs2, strict=True):
+        assert {tuple(r) for r in clf.X_context_[a].round(5)} == {tuple(r) for r in again.X_context_[b].round(5)}
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), again.predict_proba(X[:5]), atol=1e-4)
+    assert OrionMSPClassifier(device="cpu", max_context_rows=None).fit(X, y)._context_subsets(rows, y, 3)[0].size == 300
+    with pytest.raises(TabzooInputError, match="max_context_rows"):
+        OrionMSPClassifier(max_context_rows=1).fit(X, y)
