@@ -39,6 +39,9 @@ from tabzoo_tabflex.inference import _CKPT_DIR, DEFAULT_CHECKPOINT, TabFlexMixin
 
 logger = logging.getLogger(__name__)
 
+#: folds of the regressor's cross-fitted calibration (``calibrate``)
+CALIBRATION_FOLDS = 3
+
 __all__ = ["TabFlexClassifier", "TabFlexRegressor", "DEFAULT_CHECKPOINT", "load_tabflex"]
 
 _PARAMS_DOC = """
@@ -55,12 +58,26 @@ _PARAMS_DOC = """
         ``"fp32"``, ``"bf16"`` or ``"fp16"``; attention sums stay fp32.
     :param wide_features: more features than the model reads: ``"subsample"`` (each member a different,
         balanced feature subset) or ``"project"`` (one seeded Gaussian random projection).
+    :param categorical_encoding: ``"ordinal"`` (default: one code per level, shuffled per member) or ``"onehot"``
+        (indicator columns for categorical columns with 3-64 levels, fewest levels first, while the table stays
+        within the model's 100 features; see :mod:`tabzoo.estimators.encoding`). Measured on the real-data suite:
+        one-hot helps nominal columns whose levels act one by one (hpc_jobs +0.036 ROC-AUC) and hurts where the
+        codes carry an order or a column has many levels (diamonds_cut -0.064, mlc_churn -0.060), so it is opt-in.
+    :param context_strategy: ``"global"`` (every query reads the whole context), ``"local"`` (the context rows are
+        clustered with a seeded, order-free k-means into groups of about ``local_size`` rows; each query row is
+        answered from the ``1.5 * local_size`` rows nearest to its cluster's centre), ``"local+global"`` (the
+        geometric mean of both) or ``"auto"`` (default: ``"local+global"`` above ``AUTO_LOCAL_ROWS`` = 8,192 context
+        rows, the longest prompts the shipped checkpoints were trained on, else ``"global"``). The checkpoints do not
+        learn more from a larger global context; local contexts turn more rows into denser neighbourhoods.
+        Not used beyond the head's class count (ECOC / class tree run on the global context).
+    :param local_size: rows per local cluster (default 2048).
 """
 
 
 class _Common(TabFlexMixin):
     def _finish_fit(self) -> None:
         self._views()  # fitted now: predict leaves the estimator's __dict__ unchanged
+        self._fit_local()
         self._warm_cache()
 
 
@@ -76,6 +93,10 @@ class TabFlexClassifier(_Common, InContextClassifier):
     :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
     :param random_state: seed of the ensemble members (None: fresh; int; RandomState; Generator).
     :param verbose: progress bar over query chunks.
+    :param class_balance: ``"auto"`` (default, = 1.0: measured on the suite's dev tables), 0 (context rows as they
+        are) or a strength ``s``: class ``c``'s context rows weigh ``(n_largest / n_c) ** s`` in every attention sum
+        (exactly as if repeated), and the class prior this implies is divided out of the output, so probabilities
+        keep the context's class frequencies while rare classes are read from more than a handful of rows.
     :param many_class: more classes than the head: ``"ecoc"`` (default: 16 random balanced
         error-correcting codes, one member per code, log-probabilities summed; see
         :func:`tabzoo.estimators.hierarchy.ecoc_proba`) or ``"hierarchical"`` (balanced class tree,
@@ -90,12 +111,14 @@ class TabFlexClassifier(_Common, InContextClassifier):
 
     average = "logits"
 
-    def __init__(self, checkpoint: str = "auto", n_estimators: int = 4, softmax_temperature: float = 0.8,
+    def __init__(self, checkpoint: str = "auto", n_estimators: int = 8, softmax_temperature: float = 0.8,
                  chunk_size: int = 8192, projection_seed: int = 0, device: str = "auto",
                  random_state: Any = 0, verbose: bool = False, *,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample", many_class: str = "ecoc") -> None:
+                 wide_features: str = "subsample", many_class: str = "ecoc",
+                 categorical_encoding: str = "ordinal", class_balance: float | str = "auto",
+                 context_strategy: str = "auto", local_size: int = 2048) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -111,6 +134,10 @@ class TabFlexClassifier(_Common, InContextClassifier):
         self.inference_precision = inference_precision
         self.wide_features = wide_features
         self.many_class = many_class
+        self.categorical_encoding = categorical_encoding
+        self.context_strategy = context_strategy
+        self.local_size = local_size
+        self.class_balance = class_balance
 
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
@@ -155,6 +182,10 @@ class TabFlexRegressor(_Common, InContextRegressor):
     :param binning: ``"uniform"`` (paper) or ``"quantile"``.
     :param point: ``"mean"`` or ``"mode"``.
     :param bin_shift: shift the bin edges per member.
+    :param calibrate: ``"auto"`` (default: with ``point="mean"``), True or False: a cross-fitted affine map of the
+        predictions, fitted on the context rows only (3 folds, each predicted from the other two; slope clipped to
+        [1/3, 3]). It undoes the shrinkage of expected bin centres towards the mean; measured on the real-data
+        suite's regression tables (split 0): mean R² 0.604 -> 0.630 (deliveries +0.13, ames +0.10).
 
     Other parameters as :class:`TabFlexClassifier`, and:
     """
@@ -165,7 +196,8 @@ class TabFlexRegressor(_Common, InContextRegressor):
                  verbose: bool = False, *, bin_shift: bool = True,
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
-                 wide_features: str = "subsample") -> None:
+                 wide_features: str = "subsample", categorical_encoding: str = "ordinal",
+                 context_strategy: str = "auto", local_size: int = 2048, calibrate: bool | str = "auto") -> None:
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
         self.chunk_size = chunk_size
@@ -183,6 +215,10 @@ class TabFlexRegressor(_Common, InContextRegressor):
         self.fit_mode = fit_mode
         self.inference_precision = inference_precision
         self.wide_features = wide_features
+        self.categorical_encoding = categorical_encoding
+        self.context_strategy = context_strategy
+        self.local_size = local_size
+        self.calibrate = calibrate
 
     def _shifts(self) -> list[float]:
         m = len(self.members_)
@@ -195,6 +231,7 @@ class TabFlexRegressor(_Common, InContextRegressor):
         super().fit(X, y)
         self._fit_binners()
         self._finish_fit()
+        self._fit_calibration()
         return self
 
     def _fit_binners(self) -> None:
@@ -214,19 +251,55 @@ class TabFlexRegressor(_Common, InContextRegressor):
             groups.setdefault(id(b), (b, []))[1].append(i)
         return list(groups.values())
 
-    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+    def _z(self, xq: np.ndarray, context_rows: np.ndarray | None = None) -> np.ndarray:
+        """Predictions in standardised target units ``[n_query]``, read from ``context_rows`` (None = all)."""
         parts = []  # (binner, member count, proba)
         for b, ids in self._groups():
             if b.n_classes_ == 1:
                 proba = np.ones((xq.shape[0], 1))
             else:
-                proba = self._proba(b.transform(self.y_context_), b.n_classes_, xq, member_ids=ids)
+                proba = self._proba(b.transform(self.y_context_), b.n_classes_, xq, member_ids=ids,
+                                    context_rows=context_rows)
             parts.append((b, len(ids), proba))
         total = sum(n for _, n, _ in parts)
         if self.point == "mean":
-            z = sum(n * (p @ b.centers_) for b, n, p in parts) / total
-        else:
-            z = _grid_mode(parts, total)
+            return sum(n * (p @ b.centers_) for b, n, p in parts) / total
+        return _grid_mode(parts, total)
+
+    def _fit_calibration(self) -> None:
+        """``calibrate``: cross-fitted affine map of the predictions, fitted on the context only.
+
+        The context rows are cut into ``CALIBRATION_FOLDS`` folds (by a seeded projection of each row, so the
+        folds do not depend on the row order); each fold is predicted from the other folds, and
+        ``y ~ a + b * prediction`` is fitted by least squares (``b`` clipped to [1/3, 3]). Expected bin
+        centres shrink towards the mean when the model is unsure; this undoes the shrinkage it shows
+        on rows it has not seen.
+        """
+        self.calibration_ = (0.0, 1.0)
+        if self.calibrate not in ("auto", True, False):
+            raise TabzooInputError(f"calibrate must be 'auto', True or False, got {self.calibrate!r}.")
+        n = self.X_context_.shape[0]
+        # "auto": the mean prediction only (the mode is a cell of the bin grid, not shrunk towards the mean)
+        if self.calibrate is False or (self.calibrate == "auto" and self.point != "mean") or n < 10 * CALIBRATION_FOLDS:
+            return
+        rng = np.random.default_rng(int(self.members_[0].seed))
+        key = self.X_context_.astype(np.float64) @ rng.standard_normal(self.X_context_.shape[1]) \
+            + np.asarray(self.y_context_, dtype=np.float64) * np.pi
+        fold = np.argsort(np.argsort(key, kind="stable"), kind="stable") % CALIBRATION_FOLDS
+        z = np.zeros(n)
+        for f in range(CALIBRATION_FOLDS):
+            out, keep = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+            z[out] = self._z(self.X_context_[out], context_rows=keep)
+        yc = np.asarray(self.y_context_, dtype=np.float64)
+        var = float(z.var())
+        if not var > 1e-12:
+            return
+        slope = float(np.clip(np.cov(z, yc, bias=True)[0, 1] / var, 1 / 3, 3.0))
+        self.calibration_ = (float(yc.mean() - slope * z.mean()), slope)
+
+    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+        a, b = getattr(self, "calibration_", (0.0, 1.0))
+        z = a + b * self._z(xq)
         return z * self.y_scale_ + self.y_mean_
 
     def predict(self, X: Any) -> np.ndarray:
@@ -235,12 +308,14 @@ class TabFlexRegressor(_Common, InContextRegressor):
         return self._predict_transformed(self._transform_query(X))
 
     def _extra_state(self) -> dict[str, Any]:
-        return super()._extra_state() | {"tabflex": self._tabflex_state()}
+        return super()._extra_state() | {"tabflex": self._tabflex_state(), "calibration": list(self.calibration_)}
 
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
         self._set_tabflex_state(state["tabflex"])
         self._fit_binners()  # deterministic from the stored standardised targets and the members
+        a, b = state.get("calibration", (0.0, 1.0))
+        self.calibration_ = (float(a), float(b))
 
 
 TabFlexClassifier.__doc__ = (TabFlexClassifier.__doc__ or "") + _PARAMS_DOC

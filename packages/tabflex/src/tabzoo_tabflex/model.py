@@ -165,13 +165,23 @@ class TabFlex(nn.Module):
         x = layer.norm1(h + attn.out_proj(a.transpose(1, 2).reshape(b, n, attn.d_model)))
         return layer.norm2(x + layer.ffn(x))
 
-    def _state_of(self, layer: TransformerBlock, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(S [B, H, Dh, Dh], z [B, H, Dh])`` fp32 of rows ``h`` (:func:`tabzoo.kernels.linear_attention_state`)."""
+    def _state_of(self, layer: TransformerBlock, h: torch.Tensor,
+                  w: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(S [B, H, Dh, Dh], z [B, H, Dh])`` fp32 of rows ``h`` (:func:`tabzoo.kernels.linear_attention_state`).
+
+        With row weights ``w [B, n]``: ``S = sum_j w_j phi(k_j) v_j^T`` and ``z = sum_j w_j phi(k_j)`` (a row of
+        weight 2 counts as that row twice), through the same registry op (``z`` as the state of the values ``w``).
+        """
         attn = layer.attn
         b, n, _ = h.shape
         k = attn.k_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
         v = attn.v_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
-        return kernels.linear_attention_state(k, v)
+        if w is None:
+            return kernels.linear_attention_state(k, v)
+        wv = w.to(v.dtype)[:, None, :, None]  # [B, 1, n, 1]
+        kv, _ = kernels.linear_attention_state(k, v * wv)
+        zw, _ = kernels.linear_attention_state(k, wv.expand(b, attn.n_heads, n, 1).contiguous())
+        return kv, zw[..., 0]
 
     def _require_linear(self) -> None:
         if self.cfg.attention != "linear":
@@ -182,7 +192,7 @@ class TabFlex(nn.Module):
 
     @torch.no_grad()
     def encode_context(self, x_context: torch.Tensor, y_context: torch.Tensor,
-                       chunk_size: int = DEFAULT_CHUNK) -> ContextState:
+                       chunk_size: int = DEFAULT_CHUNK, weights: torch.Tensor | None = None) -> ContextState:
         """Sum the context of every layer once, streaming the context rows in chunks.
 
         Memory: the ``[B, n_context, d_model]`` tokens of one layer plus one chunk's activations.
@@ -190,6 +200,8 @@ class TabFlex(nn.Module):
         :param x_context: ``[B, n_context, F]``.
         :param y_context: ``[B, n_context]`` class indices.
         :param chunk_size: rows per chunk.
+        :param weights: optional ``[B, n_context]`` positive row weights (every layer's sums weight row ``j`` by
+            ``weights[:, j]``, as if it were repeated that many times); ``None`` = all 1.
         :return: the :class:`ContextState` that :meth:`predict_query` reads.
         """
         self._require_linear()
@@ -201,6 +213,12 @@ class TabFlex(nn.Module):
         n = x_context.shape[1]
         if n < 1:
             raise TabzooInputError("encode_context needs at least one context row.")
+        if weights is not None and (weights.shape != y_context.shape or not bool(torch.isfinite(weights).all())
+                                    or bool((weights <= 0).any())):
+            raise TabzooInputError(
+                f"encode_context weights must be finite, positive and shaped like y_context {tuple(y_context.shape)}; "
+                f"got shape {tuple(weights.shape)}."
+            )
         chunk = max(1, int(chunk_size))
         spans = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
         h = torch.empty(x_context.shape[0], n, self.cfg.d_model, dtype=self.x_encoder.weight.dtype,
@@ -211,7 +229,7 @@ class TabFlex(nn.Module):
         for layer in self.layers:
             kv = k_sum = None
             for s, e in spans:
-                kv_c, ks_c = self._state_of(layer, h[:, s:e])
+                kv_c, ks_c = self._state_of(layer, h[:, s:e], None if weights is None else weights[:, s:e])
                 kv = kv_c if kv is None else kv.add_(kv_c)
                 k_sum = ks_c if k_sum is None else k_sum.add_(ks_c)
             assert kv is not None and k_sum is not None

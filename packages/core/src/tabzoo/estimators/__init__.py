@@ -7,6 +7,13 @@ subclasses with ``_load_model``), :class:`TabularPreprocessor`, :class:`Ensemble
 and option resolvers (:mod:`tabzoo.estimators.options`: :func:`resolve_categorical_features`,
 :func:`resolve_inference_dtype`, :func:`check_fit_mode`, :class:`PrecisionFallbackWarning`).
 
+Large or skewed contexts (:mod:`tabzoo.estimators.encoding`, :mod:`tabzoo.estimators.local`):
+:class:`~tabzoo.estimators.encoding.OneHotExpander` (``categorical_encoding="onehot"`` on an estimator
+expands categorical columns into indicators while the model's width allows), :func:`class_balance`
+(context row weights for rare classes plus the prior correction that undoes them), and
+:func:`fit_local_contexts` (k-means clusters of the context rows, each query answered from its nearest
+cluster's context, for training sets larger than the model's prompts).
+
 A plugin opts into the member views with estimator attributes: ``feature_transforms`` (e.g.
 ``("none", "power")``), ``categorical_features``, ``feature_subsample = "balanced"``,
 ``shuffle_categories = True`` and ``standardize_members = True``; the base's ``_forward`` applies
@@ -17,6 +24,8 @@ from __future__ import annotations
 
 from tabzoo.estimators.base import InContextEstimator, resolve_device
 from tabzoo.estimators.classifier import InContextClassifier, InContextRegressor
+from tabzoo.estimators.encoding import OneHotExpander, class_balance
+from tabzoo.estimators.local import LocalContexts, fit_local_contexts
 from tabzoo.estimators.members import (
     FeatureTransform,
     MemberView,
@@ -39,6 +48,10 @@ from tabzoo.estimators.preprocessing import (
 __all__ = [
     "EnsembleMember",
     "FeatureTransform",
+    "LocalContexts",
+    "OneHotExpander",
+    "class_balance",
+    "fit_local_contexts",
     "MemberView",
     "PrecisionFallbackWarning",
     "balanced_subsets",

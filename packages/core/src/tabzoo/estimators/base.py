@@ -32,7 +32,13 @@ import numpy as np
 import torch
 
 from tabzoo.errors import TabzooError, TabzooInputError
-from tabzoo.estimators.members import MemberView, check_transforms, fit_member_views
+from tabzoo.estimators.encoding import OneHotExpander, check_encoding, plan_onehot
+from tabzoo.estimators.members import (
+    MemberView,
+    category_tables,
+    check_transforms,
+    fit_member_views,
+)
 from tabzoo.estimators.options import as_table_input, resolve_categorical_features
 from tabzoo.estimators.preprocessing import (
     CATEGORICAL,
@@ -123,18 +129,41 @@ class InContextEstimator(BaseEstimator):
         check_n_features_and_names(self, X, reset=True)
         cats = resolve_categorical_features(getattr(self, "categorical_features", "auto"), X,
                                             int(self.n_features_in_), table_cats)
+        encoding = check_encoding(getattr(self, "categorical_encoding", "ordinal"))
         self.preprocessor_ = TabularPreprocessor().fit(X, categorical=cats)
         self.member_views_: list[MemberView] | None = None
         self.device_ = str(resolve_device(self.device))
         self.model_ = self._load_model().to(self.device_).eval()
-        return self.preprocessor_.transform(X)
+        self.encoder_ = self._fit_encoder(encoding)
+        return self._encode_rows(self.preprocessor_.transform(X))
+
+    def _fit_encoder(self, encoding: str) -> OneHotExpander | None:
+        """The one-hot expansion of categorical columns (``categorical_encoding="onehot"``), or None.
+
+        See :mod:`tabzoo.estimators.encoding`: columns with 3..``onehot_max_levels`` levels are expanded,
+        fewest levels first, while the width stays within the model's ``max_features``.
+        """
+        if encoding == "ordinal":
+            return None
+        pre = self.preprocessor_
+        cats = self.categorical_indices_
+        levels = {j: len(pre.columns[j].categories) for j in cats}
+        chosen = plan_onehot(levels, len(pre.columns), self._model_limit("max_features"),
+                             int(getattr(self, "onehot_max_levels", 64)))
+        if not chosen:
+            return None
+        return OneHotExpander(chosen, category_tables(pre, chosen), len(pre.columns))
+
+    def _encode_rows(self, x: np.ndarray) -> np.ndarray:
+        enc = getattr(self, "encoder_", None)
+        return x if enc is None else enc.transform(x)
 
     def _transform_query(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "preprocessor_")
         X, _ = as_table_input(X)
         X = check_input_array(X, fitting=False)
         check_n_features_and_names(self, X, reset=False)
-        return self.preprocessor_.transform(X)
+        return self._encode_rows(self.preprocessor_.transform(X))
 
     def _make_members(self, n_features: int, n_classes: int) -> list[EnsembleMember]:
         max_features = self._model_limit("max_features")
@@ -162,8 +191,9 @@ class InContextEstimator(BaseEstimator):
         """
         views = getattr(self, "member_views_", None)
         if views is None:
+            cats = self._view_categoricals()
             views = fit_member_views(
-                self.members_, self.X_context_, categorical=self._view_categoricals(),
+                self.members_, self.X_context_, categorical=cats, sources=self._category_sources(cats),
                 preprocessor=self.preprocessor_, shuffle_categories=bool(getattr(self, "shuffle_categories", False)),
                 standardize=bool(getattr(self, "standardize_members", False)),
             )
@@ -171,8 +201,18 @@ class InContextEstimator(BaseEstimator):
         return views
 
     def _view_categoricals(self) -> tuple[int, ...]:
-        """Categorical columns of ``X_context_`` (a subclass that mixes columns returns ``()``)."""
-        return self.categorical_indices_
+        """Categorical (ordinal-coded) columns of ``X_context_`` (a subclass that mixes columns returns ``()``)."""
+        enc = getattr(self, "encoder_", None)
+        if enc is None:
+            return self.categorical_indices_
+        cats = set(self.categorical_indices_)
+        return tuple(i for i, (j, ind) in enumerate(zip(enc.source_, enc.indicator_, strict=True))
+                     if int(j) in cats and not ind)
+
+    def _category_sources(self, columns: tuple[int, ...]) -> tuple[int, ...]:
+        """The preprocessor column of each ``X_context_`` column in ``columns``."""
+        enc = getattr(self, "encoder_", None)
+        return tuple(columns) if enc is None else tuple(int(enc.source_[i]) for i in columns)
 
     def _chunks(self, n_query: int) -> Iterator[slice]:
         size = int(self.chunk_size)
@@ -255,6 +295,7 @@ class InContextEstimator(BaseEstimator):
         state = {
             "params": params,
             "preprocessor": self.preprocessor_.state_dict(),
+            "encoder": None if getattr(self, "encoder_", None) is None else self.encoder_.state_dict(),
             "X_context": self.X_context_,
             "members": [{"features": list(m.features), "class_shift": m.class_shift, "transform": m.transform,
                          "seed": int(m.seed)} for m in self.members_],
@@ -288,6 +329,8 @@ class InContextEstimator(BaseEstimator):
             params["device"] = device
         est = cls(**params)
         est.preprocessor_ = TabularPreprocessor.from_state_dict(state["preprocessor"])
+        enc = state.get("encoder")
+        est.encoder_ = OneHotExpander.from_state_dict(enc) if enc else None
         est.X_context_ = np.ascontiguousarray(state["X_context"], dtype=np.float32)
         est.members_ = [EnsembleMember(tuple(m["features"]), int(m["class_shift"]), str(m.get("transform", "none")),
                                        int(m.get("seed", 0))) for m in state["members"]]

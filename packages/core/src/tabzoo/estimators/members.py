@@ -35,6 +35,7 @@ __all__ = [
     "FeatureTransform",
     "MemberView",
     "balanced_subsets",
+    "category_tables",
     "check_transforms",
     "fit_member_views",
 ]
@@ -151,7 +152,7 @@ class FeatureTransform:
         return out.astype(np.float32)
 
 
-def _category_tables(preprocessor: Any, columns: Sequence[int]) -> dict[int, np.ndarray]:
+def category_tables(preprocessor: Any, columns: Sequence[int]) -> dict[int, np.ndarray]:
     """Per categorical column, the float32 values its codes ``-1, 0, .., m-1`` take after preprocessing."""
     from tabzoo.estimators.preprocessing import soft_clip
 
@@ -230,7 +231,7 @@ class MemberView:
 
 def fit_member_views(members: Sequence[Any], x_context: np.ndarray, *, categorical: Sequence[int] = (),
                      preprocessor: Any = None, shuffle_categories: bool = True,
-                     standardize: bool = False) -> list[MemberView]:
+                     standardize: bool = False, sources: Sequence[int] | None = None) -> list[MemberView]:
     """A fitted :class:`MemberView` per :class:`~tabzoo.estimators.EnsembleMember`.
 
     :param members: the ensemble members (``features``, ``transform``, ``seed``).
@@ -238,9 +239,15 @@ def fit_member_views(members: Sequence[Any], x_context: np.ndarray, *, categoric
     :param categorical: categorical column indices of ``x_context``.
     :param preprocessor: the fitted :class:`~tabzoo.estimators.TabularPreprocessor` (for the category
         code values); without it, categories are not shuffled.
+    :param sources: the preprocessor column of each entry of ``categorical`` when ``x_context`` is not the
+        preprocessor's output column for column (e.g. after a one-hot expansion); default: the same indices.
     """
     cats = [int(c) for c in categorical]
-    tables = _category_tables(preprocessor, cats) if (preprocessor is not None and cats) else {}
+    src = cats if sources is None else [int(c) for c in sources]
+    if len(src) != len(cats):
+        raise TabzooInputError(f"fit_member_views: {len(src)} sources for {len(cats)} categorical columns.")
+    by_source = category_tables(preprocessor, sorted(set(src))) if (preprocessor is not None and cats) else {}
+    tables = {c: by_source[s] for c, s in zip(cats, src, strict=True)} if by_source else {}
     return [
         MemberView(m.features, getattr(m, "transform", "none"), getattr(m, "seed", i), cats, tables,
                    shuffle_categories and bool(tables) and i > 0, standardize).fit(x_context)
