@@ -100,3 +100,41 @@ def test_cost_is_linear_in_tokens() -> None:
         q = torch.zeros(1, 1, n, 8)
         flops.append(backend.cost({"q": q, "k": q, "v": q, "mask": mask, "scale": None}).flops)
     assert flops[2] / flops[1] == pytest.approx(2.0, rel=0.05) and flops[1] / flops[0] == pytest.approx(2.0, rel=0.05)
+
+
+@given(n=st.integers(1, 120), w=st.integers(-1, 12), g=st.integers(0, 9), r=st.integers(0, 3), seed=st.integers(0, 99))
+def test_layout_opens_each_allowed_key_exactly_once(n, w, g, r, seed) -> None:
+    """The cached block layout is the mask: per real query row, the open slots are its allowed keys, once each."""
+    from tabzoo.kernels.banded import block_layout
+
+    if w < 0 and not g and not r:
+        w = 0
+    mask = _mask(w, g, r, seed)
+    lay = block_layout(mask, n)
+    dense = mask.materialize(n, n)
+    keys = lay.keys.view(lay.nb, lay.n_slots)
+    open_ = torch.isfinite(lay.bias)
+    for i in range(lay.dense_rows, n):
+        b, j = divmod(i, lay.bs)
+        got = keys[b][open_[b, j]]
+        assert got.unique().numel() == got.numel()  # no key twice
+        assert torch.equal(got.sort().values, dense[i].nonzero().flatten())
+    assert block_layout(mask, n) is lay  # computed once per (mask, n, device)
+
+
+def test_strided_inputs_and_padding_on_a_long_row() -> None:
+    """Per-head views of a [B, N, H, Dh] projection (as MultiHeadAttention passes them), N not a multiple of
+    the block, many random links: still exact against the reference."""
+    mask = M.global_tokens(8) | M.window(8) | M.random_links(2, seed=3)
+    gen = torch.Generator().manual_seed(0)
+    n = MIN_TOKENS + 13
+    q, k, v = (torch.randn(2, n, 3, 8, generator=gen).transpose(1, 2) for _ in range(3))
+    torch.testing.assert_close(attention_banded(q, k, v, mask), attention_reference(q, k, v, mask), atol=2e-5, rtol=2e-5)
+
+
+def test_rows_without_keys_are_zero_like_the_reference() -> None:
+    mask = M.random_links(0, seed=1) | M.global_tokens(0)
+    q = torch.randn(1, 2, 10, 4)
+    out = attention_banded(q, q, q, mask)
+    torch.testing.assert_close(out, attention_reference(q, q, q, mask))
+    assert bool((out == 0).all())

@@ -21,8 +21,6 @@ def test_run_demo_quick() -> None:
     assert all(v > 0.85 for v in lr.values())  # the baselines run on the same real splits
 
 
-@pytest.mark.xfail(reason="the shipped orion-msp-small checkpoint saw 2,840 'icl' episodes on one CPU thread "
-                          "(the paper: ~52 million); it learns in context but is weak (accuracy 0.44-0.63 here)", strict=False)
 def test_shipped_checkpoint_beats_chance_on_real_data() -> None:
     from tabzoo_orion_msp.demo import run_demo
 

@@ -158,3 +158,25 @@ def test_config_validation_and_presets() -> None:
         OrionConfig(pma_scope="rows")
     with pytest.raises(TabzooInputError, match="preset"):
         get_config("huge")
+
+
+@given(n_features=st.integers(1, 20), seed=st.integers(0, 50))
+def test_pad_features_reproduces_the_pretraining_layout(n_features, seed) -> None:
+    """``pad_features=True`` on one episode == that episode in a pretraining batch whose widest episode
+    fills every slot (the trainer pads to max_features; the batch keeps the columns up to its widest)."""
+    from tabzoo_orion_msp.conformance import make_model
+
+    tiny = make_model(0)
+    gen = torch.Generator().manual_seed(seed)
+    width = tiny.max_features
+    x = torch.randn(1, 14, n_features, generator=gen)
+    y = torch.randint(0, 3, (1, 9), generator=gen).float()
+    wide = torch.randn(1, 14, width, generator=gen)
+    batch = torch.cat([torch.nn.functional.pad(x, (0, width - n_features)), wide])
+    with torch.no_grad():
+        in_batch = tiny(batch, torch.cat([y, y]))[0]
+        padded = tiny(x, y, pad_features=True)[0]
+        cut = tiny(x, y)[0]
+    torch.testing.assert_close(padded, in_batch, atol=1e-5, rtol=1e-5)
+    if n_features < width:  # the empty tokens take part in the row attention
+        assert not torch.allclose(cut, padded, atol=1e-4)

@@ -11,8 +11,18 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
 * **many classes**: beyond the head's ``C_max`` the classes are split into balanced contiguous
   groups, recursively, and ``p(c) = p(group) p(c | group)`` (appendix A.6;
   :mod:`tabzoo.estimators.hierarchy`);
-* **wide tables**: beyond the model's ``max_features`` each member sees a random feature subset
-  (the core's ensembling); the seeds come from ``random_state``.
+* **wide tables**: beyond the model's ``max_features`` each member sees a feature subset; the
+  subsets are balanced, so every feature is used about equally often (the core's
+  ``feature_subsample = "balanced"``); the seeds come from ``random_state``;
+* **member views** (the core's :mod:`tabzoo.estimators.members`): members alternate the
+  ``feature_transforms`` (none / Yeo-Johnson power, fitted on the context rows), and members after
+  the first permute the category codes of categorical columns (``categorical_features``);
+* **empty feature tokens** (``pad_features=True``): every member is run over ``max_features``
+  feature tokens, its real features plus empty ones, which is what the checkpoint saw in
+  pretraining (the trainer pads episodes to ``max_features`` columns; a batch keeps them up to its
+  widest episode). Cutting them changes the row stage's attention, and the predictions drift to
+  the majority class: on breast_cancer / wine (one split, one member) ROC-AUC 0.732 / 0.641 without
+  them, 0.905 / 0.833 with them.
 """
 
 from __future__ import annotations
@@ -76,6 +86,15 @@ class OrionMSPClassifier(InContextClassifier):
     :param device: ``"auto"``, ``"cpu"``, ``"cuda"``...
     :param random_state: seed of the ensemble members (feature shuffles, class shifts, subsets).
     :param verbose: progress bar over query chunks.
+    :param feature_transforms: transforms the members cycle through (``"none"``, ``"power"``,
+        ``"quantile"``), fitted on the context rows; categorical columns are never transformed.
+    :param categorical_features: ``"auto"``, None, indices, names or a bool mask (the core's
+        :func:`tabzoo.estimators.options.resolve_categorical_features`).
+    :param pad_features: run each member over ``max_features`` feature tokens (its own plus empty
+        ones), the layout of pretraining (default True; see the module docstring).
+    :param max_context_rows: beyond this many training rows each member reads its own
+        class-stratified subset of that many (chosen by row content, so independent of the row
+        order); None reads them all. Pretraining contexts reached 1,024 rows.
 
     Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
     the head's 10 the hierarchical split of appendix A.6 takes over.
@@ -83,9 +102,16 @@ class OrionMSPClassifier(InContextClassifier):
 
     average = "logits"
 
+    #: wide tables: every feature used about equally often across members
+    feature_subsample = "balanced"
+    #: members after the first permute category codes
+    shuffle_categories = True
+
     def __init__(self, checkpoint: str = DEFAULT_CHECKPOINT, n_estimators: int = 4, softmax_temperature: float = 0.9,
                  chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, feature_transforms: tuple[str, ...] = ("none", "power"),
+                 categorical_features: Any = "auto", pad_features: bool = True,
+                 max_context_rows: int | None = 1024) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -94,6 +120,10 @@ class OrionMSPClassifier(InContextClassifier):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.feature_transforms = feature_transforms
+        self.categorical_features = categorical_features
+        self.pad_features = pad_features
+        self.max_context_rows = max_context_rows
 
     def _load_model(self) -> torch.nn.Module:
         return load_orion(self.checkpoint)
@@ -108,32 +138,74 @@ class OrionMSPClassifier(InContextClassifier):
         t = self.softmax_temperature
         if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
             raise TabzooInputError(f"softmax_temperature must be a number > 0, got {t!r}.")
+        if not isinstance(self.pad_features, bool | np.bool_):
+            raise TabzooInputError(f"pad_features must be True or False, got {self.pad_features!r}.")
+        cap = self.max_context_rows
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 2):
+            raise TabzooInputError(f"max_context_rows must be None or an int >= 2, got {cap!r}.")
         super().fit(X, y)
         return self
 
     # -- inference -------------------------------------------------------------------------------
-    def _logits(self, x_context: np.ndarray, y_members: list[np.ndarray], x_query: np.ndarray) -> Any:
-        """Per chunk of query rows: ``(slice, [members, chunk, max_classes] logits / temperature)``."""
+    def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray]:
+        """Per member, the positions into ``rows`` of its context (all of them up to ``max_context_rows``).
+
+        Beyond the cap each member takes a class-stratified subset of exactly ``max_context_rows``
+        rows, chosen by a seeded projection of the row's CONTENT and label (not its position), so the
+        choice does not depend on the order of the training rows; members draw different subsets.
+        """
+        n, cap = int(rows.size), self.max_context_rows
+        if cap is None or n <= int(cap):
+            return [np.arange(n)] * len(self.members_)
+        cap = int(cap)
+        counts = np.bincount(y, minlength=k)
+        exact = counts * cap / n
+        quota = np.floor(exact).astype(np.int64)
+        quota = np.where(counts > 0, np.maximum(quota, 1), 0)
+        order = np.argsort(-(exact - np.floor(exact)), kind="stable")
+        i = 0
+        while quota.sum() != cap:  # hand out the remainder (or take back the forced minimum ones)
+            c = order[i % k]
+            step = 1 if quota.sum() < cap else -1
+            if 0 < quota[c] + step <= counts[c] and not (step < 0 and quota[c] == 1):
+                quota[c] += step
+            i += 1
+        x = np.nan_to_num(self.X_context_[rows], nan=0.0, posinf=0.0, neginf=0.0).astype(np.float64)
+        subsets = []
+        for m in self.members_:
+            rng = np.random.default_rng([int(m.seed), 104729])
+            key = x @ rng.standard_normal(x.shape[1]) + rng.standard_normal(k)[y]
+            pick = [idx[np.argsort(key[idx], kind="stable")[:q]]
+                    for c, q in enumerate(quota) if q > 0 for idx in [np.flatnonzero(y == c)]]
+            subsets.append(np.sort(np.concatenate(pick)))
+        return subsets
+
+    def _logits(self, contexts: list[np.ndarray], y_members: list[np.ndarray], x_query: np.ndarray) -> Any:
+        """Per chunk of query rows: ``(slice, [members, chunk, max_classes] logits / temperature)``.
+
+        :param contexts: per member, its context rows (equal counts).
+        """
         dev = torch.device(self.device_)
-        feats = [torch.tensor(m.features, dtype=torch.long) for m in self.members_]
-        ctx = torch.from_numpy(np.ascontiguousarray(x_context, dtype=np.float32))
-        ctx_m = torch.stack([ctx[:, f] for f in feats]).to(dev)
+        views = self._views()
+        ctx_m = torch.stack([torch.from_numpy(v.apply(c)) for v, c in zip(views, contexts, strict=True)]).to(dev)
         y_m = torch.from_numpy(np.stack(y_members).astype(np.float32)).to(dev)
-        xq = torch.from_numpy(np.ascontiguousarray(x_query, dtype=np.float32))
         temp = float(self.softmax_temperature)
-        for sl in self._chunks(xq.shape[0]):
-            q = torch.stack([xq[sl][:, f] for f in feats]).to(dev)
+        pad = bool(getattr(self, "pad_features", False))
+        for sl in self._chunks(x_query.shape[0]):
+            q = torch.stack([torch.from_numpy(v.apply(x_query[sl])) for v in views]).to(dev)
             with torch.inference_mode():
-                out = self.model_(torch.cat([ctx_m, q], dim=1), y_m)
+                out = self.model_(torch.cat([ctx_m, q], dim=1), y_m, pad_features=pad)
             yield sl, (out.float() / temp).cpu()
 
     def _member_proba(self, rows: np.ndarray, y: np.ndarray, k: int, x_query: np.ndarray) -> np.ndarray:
         """Ensemble probabilities ``[n_query, k]`` from the context rows ``rows`` labelled ``y`` in ``0..k-1``."""
         shifts = np.array([m.class_shift % k for m in self.members_])
-        y_members = [(y + s) % k for s in shifts]
+        subsets = self._context_subsets(rows, y, k)
+        y_members = [(y[sub] + s) % k for s, sub in zip(shifts, subsets, strict=True)]
+        contexts = [self.X_context_[rows[sub]] for sub in subsets]
         gather = torch.from_numpy((np.arange(k)[None, :] + shifts[:, None]) % k)
         out = np.zeros((x_query.shape[0], k))
-        for sl, logits in self._logits(self.X_context_[rows], y_members, x_query):
+        for sl, logits in self._logits(contexts, y_members, x_query):
             logp = torch.log_softmax(logits[..., :k].double(), dim=-1)
             logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
             out[sl] = torch.softmax(logp.mean(0), dim=-1).numpy()

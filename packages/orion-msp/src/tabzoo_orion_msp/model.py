@@ -111,14 +111,18 @@ class OrionMSP(nn.Module):
             raise TabzooInputError(f"x must be a float tensor, got {x.dtype}; cast it with x.float().")
         return n_context
 
-    def standardise(self, x: torch.Tensor, n_context: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def standardise(self, x: torch.Tensor, n_context: int, pad_features: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Context-standardised cells and the per-episode valid-column mask.
 
         :param x: ``[B, N, F]`` raw cells (NaN = missing, +-inf treated as missing).
+        :param pad_features: keep (or add) empty columns up to ``max_features`` instead of cutting
+            the trailing ones: the width every episode had in pretraining (see :meth:`forward`).
         :return: ``(z [B, N, F'], valid [B, F'])`` with trailing columns that are invalid in every
-            episode removed (``F' <= F``, at least 1).
+            episode removed (``F' <= F``, at least 1), or ``F' = max_features`` with ``pad_features``.
         """
         x = x.float()
+        if pad_features and x.shape[-1] < self.max_features:
+            x = torch.nn.functional.pad(x, (0, self.max_features - x.shape[-1]))
         x = torch.where(torch.isfinite(x), x, torch.full_like(x, float("nan")))
         ctx = x[:, :n_context]
         present = ~torch.isnan(ctx)
@@ -129,15 +133,17 @@ class OrionMSP(nn.Module):
         valid = (std > 1e-6) & (present.sum(1) > 1)
         any_valid = valid.any(0)
         keep = int(any_valid.nonzero().max()) + 1 if bool(any_valid.any()) else 1
+        if pad_features:
+            keep = x.shape[-1]
         z = (x[..., :keep] - mean[:, None, :keep]) / torch.where(valid[:, :keep], std[:, :keep], 1.0)[:, None]
         z = torch.nan_to_num(z, nan=0.0).clamp(-CLIP, CLIP)
         z = z * valid[:, None, :keep]
         return z, valid[:, :keep]
 
     # ------------------------------------------------------------------ stages
-    def row_embeddings(self, x: torch.Tensor, n_context: int) -> torch.Tensor:
+    def row_embeddings(self, x: torch.Tensor, n_context: int, pad_features: bool = False) -> torch.Tensor:
         """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1)."""
-        z, valid = self.standardise(x, n_context)
+        z, valid = self.standardise(x, n_context, pad_features)
         e = self.columns(z.to(self.rows.cls.dtype), n_context)
         e = e * valid[:, None, :, None].to(e.dtype)
         return self.rows(e)
@@ -159,10 +165,10 @@ class OrionMSP(nn.Module):
         scale = (ctx - mean).pow(2).mean(dim=(1, 2), keepdim=True).add(eps).sqrt()
         return (h - mean.to(h.dtype)) / scale.to(h.dtype)
 
-    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor, pad_features: bool = False) -> torch.Tensor:
         """Every stage up to the final LayerNorm: ``[B, N, d_R]`` representations of all rows."""
         n_context = self._check(x, y_context)
-        h = self.row_embeddings(x, n_context)
+        h = self.row_embeddings(x, n_context, pad_features)
         if self.cfg.centre_rows:
             h = self.centre_rows(h, n_context)
         r = self.memory(h, n_context) if self.memory is not None else h
@@ -172,15 +178,20 @@ class OrionMSP(nn.Module):
             r = block(r, mask=mask)
         return self.final_norm(r)
 
-    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor, pad_features: bool = False) -> torch.Tensor:
         """In-context prediction (Algorithms 2-3).
 
         :param x: ``[B, N, F]`` float cells, the first ``n_context`` rows are context.
         :param y_context: ``[B, n_context]`` class indices ``0..max_classes-1`` of the context rows.
+        :param pad_features: row interaction over ``max_features`` feature tokens, the real ones and
+            empty (zero) ones, as in pretraining: the trainer pads every episode to ``max_features``
+            columns and the batch keeps them up to its widest episode, so most pretraining episodes
+            had many empty tokens beside their real features. Without it, the empty trailing columns
+            are cut (less work, but a row stage the checkpoint was not trained on; see the estimator).
         :return: ``[B, N - n_context, max_classes]`` raw logits of the query rows (divide by
             ``cfg.temperature`` before a softmax for the paper's calibrated probabilities).
         """
-        r = self.encode(x, y_context)
+        r = self.encode(x, y_context, pad_features)
         return self.decoder(r[:, y_context.shape[1]:])
 
     # ------------------------------------------------------------------ analysis

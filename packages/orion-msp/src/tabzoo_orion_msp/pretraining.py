@@ -16,9 +16,12 @@ stage    paper                                   here
          40 000-60 000, ICL transformer only      ``freeze: [columns, rows, memory]``
 =======  ======================================  ==========================================
 
-Stage 3 resumes the state of stages 1-2 (``--resume``, larger ``--steps``); the learning-rate
-schedule is the one stored in the state. Stages were cut by the wall clock where the session ran
-out of time; the shipped metadata (``extra.notes``) records the steps each stage really ran.
+Stage 3 resumes the state of stages 1-2 (``--resume``, larger ``--steps``). Session 4 resumed
+that state (step 355) with everything trainable again (``pretrain-icl-s4.json``): stage 1b, rows 256
+(fixed), then stage 2b, rows log-uniform 256-1,024, under one new warmup + cosine ending at the
+run's ``--steps`` (a resume re-derives the cosine from ``--steps``). Stages were cut by the wall
+clock where the session ran out of time; the shipped metadata (``extra.notes``) records the steps
+each stage really ran.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ STAGES: tuple[dict[str, Any], ...] = (
      "trainable": "all"},
     {"stage": 3, "steps": 15, "rows": [512, 768], "rows_distribution": "uniform", "batch_size": 8,
      "trainable": "icl_only", "freeze": ["columns", "rows", "memory"]},
+    {"stage": "1b", "steps": 285, "rows": [256, 256], "rows_distribution": "fixed", "batch_size": 8,
+     "trainable": "all", "recipe": "pretrain-icl-s4.json"},
+    {"stage": "2b", "steps": 80, "rows": [256, 1024], "rows_distribution": "log_uniform", "batch_size": 8,
+     "trainable": "all", "recipe": "pretrain-icl-s4.json"},
 )
 
 

@@ -63,7 +63,9 @@ def apply_rope(
     angles = positions.to(device=x.device, dtype=work)[..., None] * inv_freq.to(x.device, work)
     cos, sin = torch.cos(angles), torch.sin(angles)
     half = dim // 2
-    xf = x.to(work)
+    # contiguous first: the per-head views of attention are strided, and the broadcast products
+    # below run several times faster on a contiguous tensor (same values)
+    xf = x.to(work).contiguous()
     x1, x2 = xf[..., :half], xf[..., half:dim]
     rotated = torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
     if dim < d:
