@@ -292,10 +292,11 @@ class InContextEstimator(BaseEstimator):
         if stem.suffix in {".json", ".safetensors"}:
             stem = stem.with_suffix("")
         params = self.get_params(deep=False)
+        encoder: OneHotExpander | None = getattr(self, "encoder_", None)
         state = {
             "params": params,
             "preprocessor": self.preprocessor_.state_dict(),
-            "encoder": None if getattr(self, "encoder_", None) is None else self.encoder_.state_dict(),
+            "encoder": None if encoder is None else encoder.state_dict(),
             "X_context": self.X_context_,
             "members": [{"features": list(m.features), "class_shift": m.class_shift, "transform": m.transform,
                          "seed": int(m.seed)} for m in self.members_],
