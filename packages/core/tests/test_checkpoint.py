@@ -195,3 +195,19 @@ def test_read_checkpoint_cached_reads_once_and_again_after_a_rewrite(tmp_path: P
     os.utime(tmp_path / "c.json", (1e9, 2e9))  # a new mtime, whatever the clock's resolution
     again = read_checkpoint_cached(tmp_path / "c")
     assert again is not first and again[1] == {"d_in": 5}
+
+
+def test_load_weights_refuses_missing_and_unexpected_keys_with_the_callers_error_and_fix() -> None:
+    from tabzoo.checkpoint import load_weights
+    from tabzoo.errors import CheckpointError, TabzooInputError
+
+    model = torch.nn.Linear(3, 2)
+    good = {k: torch.full_like(v, 0.5) for k, v in model.state_dict().items()}
+    load_weights(model, good, what="ckpt", target="the model", fix="Fix it.")
+    assert torch.equal(model.weight, torch.full((2, 3), 0.5))
+    bad = {"weight": good["weight"], "extra.weight": torch.zeros(1)}
+    with pytest.raises(CheckpointError, match=r"ckpt does not fit the model: missing keys \['bias'\], "
+                                              r"unexpected keys \['extra.weight'\]. Fix it."):
+        load_weights(model, bad, what="ckpt", target="the model", fix="Fix it.")
+    with pytest.raises(TabzooInputError, match="does not fit"):
+        load_weights(model, bad, what="init_from='x'", target="the model", fix="", error=TabzooInputError)

@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import read_checkpoint_cached, resolve_checkpoint
-from tabzoo.errors import CheckpointError
+from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
 from tabzoo.estimators import InContextClassifier
 from tabzoo.estimators.hierarchy import hierarchical_proba
 from tabzoo.estimators.sk import check_is_fitted
@@ -67,12 +66,8 @@ def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     config.setdefault("memory_gate", False)
     config.setdefault("centre_rows", False)
     model = OrionMSP(config)
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    if missing or unexpected:
-        raise CheckpointError(
-            f"ORION-MSP checkpoint {stem} does not fit its stored config: missing {list(missing)[:5]}, "
-            f"unexpected {list(unexpected)[:5]}. Re-export it with tabzoo.checkpoint.save_checkpoint."
-        )
+    load_weights(model, tensors, what=f"ORION-MSP checkpoint {stem}", target="its stored config",
+                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
     return model.eval()
 
 

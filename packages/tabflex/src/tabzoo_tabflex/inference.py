@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import read_checkpoint_cached, resolve_checkpoint
+from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
 from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.estimators import InContextRegressor
 from tabzoo.estimators.encoding import class_balance
@@ -63,12 +63,8 @@ def load_tabflex(checkpoint: str = DEFAULT_CHECKPOINT) -> TabFlex:
     stem = _stem(checkpoint)
     tensors, config = read_checkpoint_cached(stem)
     model = TabFlex({k: v for k, v in config.items() if k != "preset"} | {"preset": config.get("preset", "small")})
-    missing, unexpected = model.load_state_dict(tensors, strict=False)
-    if missing or unexpected:
-        raise CheckpointError(
-            f"TabFlex checkpoint {stem} does not fit its stored config: missing {list(missing)[:5]}, "
-            f"unexpected {list(unexpected)[:5]}. Re-export it with tabzoo.checkpoint.save_checkpoint."
-        )
+    load_weights(model, tensors, what=f"TabFlex checkpoint {stem}", target="its stored config",
+                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
     return model.eval()
 
 

@@ -50,7 +50,7 @@ from tabzoo.checkpoint.io import (
     tensors_to_bytes,
     unflatten_state,
 )
-from tabzoo.errors import CheckpointError
+from tabzoo.errors import CheckpointError, TabzooError
 
 FORMAT = "tabzoo-checkpoint/1"
 STATE_FORMAT = "tabzoo-state/1"
@@ -70,6 +70,7 @@ __all__ = [
     "save_checkpoint",
     "save_state",
     "unflatten_state",
+    "load_weights",
 ]
 
 
@@ -309,14 +310,26 @@ def load_model(
         own = getattr(model, "architecture", None)
         if architecture is None and isinstance(own, str):
             _check_architecture(ckpt.meta, path, own)
-    missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
-    if strict and (missing or unexpected):
-        raise CheckpointError(
-            f"checkpoint {path} does not fit architecture {ckpt.architecture!r} with its config: "
-            f"missing keys {list(missing)[:8]}, unexpected keys {list(unexpected)[:8]}. Use the "
-            "config stored in the checkpoint's JSON."
-        )
+    if strict:
+        load_weights(model, ckpt.tensors, what=f"checkpoint {path}",
+                     target=f"architecture {ckpt.architecture!r} with its config",
+                     fix="Use the config stored in the checkpoint's JSON.")
+    else:
+        model.load_state_dict(ckpt.tensors, strict=False)
     return model
+
+
+def load_weights(model: torch.nn.Module, tensors: Mapping[str, torch.Tensor], *, what: str, target: str,
+                 fix: str, error: type[TabzooError] = CheckpointError) -> None:
+    """Load ``tensors`` into ``model``; refuse any missing or unexpected key.
+
+    Raises ``error`` (default :class:`CheckpointError`) as ``"<what> does not fit <target>: missing
+    keys [...], unexpected keys [...]. <fix>"``, listing at most 8 keys of each.
+    """
+    missing, unexpected = model.load_state_dict(dict(tensors), strict=False)
+    if missing or unexpected:
+        raise error(f"{what} does not fit {target}: missing keys {list(missing)[:8]}, "
+                    f"unexpected keys {list(unexpected)[:8]}. {fix}")
 
 
 def pretrained_path(package: str, name: str) -> Path:

@@ -318,8 +318,7 @@ class InContextEstimator(BaseEstimator):
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
         """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
-        from tabzoo.checkpoint import load_checkpoint, load_state
-        from tabzoo.errors import CheckpointError
+        from tabzoo.checkpoint import load_checkpoint, load_state, load_weights
 
         stem = Path(path)
         if stem.suffix in {".json", ".safetensors"}:
@@ -344,12 +343,8 @@ class InContextEstimator(BaseEstimator):
         model = est._load_model()
         own = str(getattr(model, "architecture", type(model).__name__))
         ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=own)
-        missing, unexpected = model.load_state_dict(ckpt.tensors, strict=False)
-        if missing or unexpected:
-            raise CheckpointError(
-                f"{stem}.model does not fit the model of {cls.__name__}: missing {list(missing)[:5]}, "
-                f"unexpected {list(unexpected)[:5]}. Load it with the class that saved it."
-            )
+        load_weights(model, ckpt.tensors, what=f"{stem}.model", target=f"the model of {cls.__name__}",
+                     fix="Load it with the class that saved it.")
         est.model_ = model.to(est.device_).eval()
         return est
 

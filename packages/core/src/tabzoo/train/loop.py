@@ -276,15 +276,12 @@ class _Run:
         return trainable
 
     def _init_weights(self, stem: str) -> None:
-        from tabzoo.checkpoint import load_checkpoint
+        from tabzoo.checkpoint import load_checkpoint, load_weights
 
         ckpt = load_checkpoint(stem)
-        missing, unexpected = self.model.load_state_dict(ckpt.tensors, strict=False)
-        if missing or unexpected:
-            raise TabzooInputError(
-                f"init_from={stem!r} does not fit the model: missing {list(missing)[:5]}, unexpected "
-                f"{list(unexpected)[:5]}; pass model_config matching the checkpoint's config {ckpt.config}."
-            )
+        load_weights(self.model, ckpt.tensors, what=f"init_from={stem!r}", target="the model",
+                     fix=f"Pass model_config matching the checkpoint's config {ckpt.config}.",
+                     error=TabzooInputError)
         logger.info("initialised %s from %s", self.arch, stem)
 
     # -- state --------------------------------------------------------------------------------
