@@ -28,6 +28,15 @@ def test_sqlite_file_and_dataframes_give_the_same_predictions(tmp_path) -> None:
     torch.testing.assert_close(forward(model, from_frames, seeds), base, rtol=1e-5, atol=1e-6)
 
 
+def test_hidden_horizon_defaults_to_the_label_and_cannot_precede_it() -> None:
+    task = RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden=("amount",))
+    assert task.horizon_of("amount") == task.horizon_of("label") == 60.0
+    late = RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden=("amount",), hidden_horizon_s=600.0)
+    assert late.horizon_of("amount") == 600.0 and late.horizon_of("label") == 60.0
+    with pytest.raises(TabzooInputError, match="hidden_horizon_s"):
+        RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden_horizon_s=30.0)
+
+
 def test_temporal_split_is_causal_and_disjoint() -> None:
     db, _ = shop_database(1, n_orders=60)
     times = to_seconds(db.table("orders").column("time"))

@@ -36,6 +36,10 @@ class RelationalTask:
     :param horizon_s: seconds after a row's time at which its label becomes available.
     :param hidden: other outcome columns revealed with the label.
     :param lookback_s: children older than ``seed time - lookback_s`` are not sampled.
+    :param hidden_horizon_s: seconds after a row's time at which the ``hidden`` columns become
+        available (``None``: with the label, ``horizon_s``). A target known early (e.g. "departed
+        more than 15 minutes late" is known 15 minutes after the scheduled departure) can have
+        outcome columns known only later (the exact delays).
     """
 
     entity_table: str
@@ -45,6 +49,7 @@ class RelationalTask:
     hidden: tuple[str, ...] = field(default_factory=tuple)
     lookback_s: float = 30 * 86400.0
     name: str = ""
+    hidden_horizon_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("classification", "regression"):
@@ -54,6 +59,16 @@ class RelationalTask:
         if not np.isfinite(self.lookback_s) or self.lookback_s <= 0:
             raise TabzooInputError(f"lookback_s={self.lookback_s}; give a positive look-back window")
         object.__setattr__(self, "hidden", tuple(self.hidden))
+        hh = self.hidden_horizon_s
+        if hh is not None and (not np.isfinite(hh) or hh < self.horizon_s):
+            raise TabzooInputError(f"hidden_horizon_s={hh}; give a finite value >= horizon_s={self.horizon_s} "
+                                   "(outcome columns cannot be known before the label they come with)")
+
+    def horizon_of(self, column: str) -> float:
+        """Seconds after a row's time at which ``column`` (target or hidden) becomes available."""
+        if column != self.target and column in self.hidden and self.hidden_horizon_s is not None:
+            return float(self.hidden_horizon_s)
+        return float(self.horizon_s)
 
     @property
     def label_columns(self) -> tuple[str, ...]:

@@ -45,6 +45,14 @@ class TargetSpec:
     column: str | None = None
     horizon_s: float = 0.0
     hidden: tuple[str, ...] = ()
+    hidden_horizon_s: float | None = None
+
+    def horizon_of(self, column: str) -> float:
+        """Seconds after a row's time at which ``column`` becomes available (hidden columns may
+        have a later horizon than the target: ``hidden_horizon_s``)."""
+        if column != self.column and column in self.hidden and self.hidden_horizon_s is not None:
+            return float(self.hidden_horizon_s)
+        return float(self.horizon_s)
 
     @property
     def label_columns(self) -> tuple[str, ...]:
@@ -80,7 +88,7 @@ class ColumnStats:
                     continue
                 use = rows
                 if name == target.table and c in target.label_columns and ts is not None:
-                    use = ts + target.horizon_s <= cutoff
+                    use = ts + target.horizon_of(c) <= cutoff
                 use = use & ~t.missing[:, t.names.index(c)]
                 v = _numeric(t, c)[use]
                 v = v[np.isfinite(v)]
@@ -167,7 +175,7 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
             miss = t.missing[r, t.names.index(c)]
             state = np.where(miss, MISSING, OBSERVED).astype(np.int64)
             if tab == target.table and c in target.label_columns:
-                hidden = np.zeros(m, dtype=bool) if ts is None else ts[r] + target.horizon_s > t_star
+                hidden = np.zeros(m, dtype=bool) if ts is None else ts[r] + target.horizon_of(c) > t_star
                 hidden |= np.asarray(nodes) == 0
                 state[hidden] = MASKED
                 if c == target.column:
