@@ -166,7 +166,7 @@ def test_hidden_columns_follow_their_own_later_horizon() -> None:
     label of an earlier row is read and its outcome column is still masked."""
     from tabzoo_ramba.serialize import OBSERVED, TargetSpec
 
-    target = TargetSpec("orders", "label", 86400.0, ("amount",), hidden_horizon_s=5 * 86400.0)
+    target = TargetSpec("orders", "label", 86400.0, ("amount",), {"amount": 5 * 86400.0})
     db, seeds = shop_database(3)
     idx = graph_index(db)
     t = int(to_seconds(seeds[-1][2]))

@@ -45,14 +45,17 @@ class TargetSpec:
     column: str | None = None
     horizon_s: float = 0.0
     hidden: tuple[str, ...] = ()
-    hidden_horizon_s: float | None = None
+    column_horizons: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        from tabzoo_ramba.data import normalise_horizons
+
+        object.__setattr__(self, "column_horizons", normalise_horizons(self.column_horizons, self.column, self.hidden))
 
     def horizon_of(self, column: str) -> float:
-        """Seconds after a row's time at which ``column`` becomes available (hidden columns may
-        have a later horizon than the target: ``hidden_horizon_s``)."""
-        if column != self.column and column in self.hidden and self.hidden_horizon_s is not None:
-            return float(self.hidden_horizon_s)
-        return float(self.horizon_s)
+        """Seconds after a row's time at which ``column`` becomes available (a hidden column may
+        have its own, ``column_horizons``)."""
+        return dict(self.column_horizons).get(column, float(self.horizon_s))
 
     @property
     def label_columns(self) -> tuple[str, ...]:
