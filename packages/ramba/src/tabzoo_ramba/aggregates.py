@@ -75,8 +75,8 @@ def window_aggregates(event_keys: Any, available_at: np.ndarray, values: Mapping
         start = np.searchsorted(comp, composite(qcode, np.full_like(qt, tmin)), "left")
         hi = np.searchsorted(comp, composite(qcode, qt), "left")  # events strictly before t
 
-        def before(i: np.ndarray) -> np.ndarray:  # sum of the key's events before sorted position i
-            return np.where(i > start, csum[i], 0.0)
+        def before(i: np.ndarray, start: np.ndarray = start, csum: np.ndarray = csum) -> np.ndarray:
+            return np.where(i > start, csum[i], 0.0)  # sum of the key's events before sorted position i
 
         for suffix, w in windows.items():
             lo_t = np.full_like(qt, tmin) if not np.isfinite(w) else qt - int(w)
