@@ -28,12 +28,12 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
+from tabzoo.checkpoint import load_shipped_model, shipped_dir
+from tabzoo.checkpoint import shipped_checkpoints as _shipped
 from tabzoo.estimators import InContextClassifier
 from tabzoo.estimators.forward import ConcatForward
 
@@ -44,30 +44,28 @@ logger = logging.getLogger(__name__)
 __all__ = ["OrionMSPClassifier", "DEFAULT_CHECKPOINT", "load_orion", "shipped_checkpoints"]
 
 DEFAULT_CHECKPOINT = "orion-msp-small"
-_CKPT_DIR = Path(__file__).parent / "checkpoints"
+_PACKAGE = "tabzoo_orion_msp"
+#: the folder of the shipped checkpoints
+_CKPT_DIR = shipped_dir(_PACKAGE)
 
 
 def shipped_checkpoints() -> list[str]:
     """Names of the checkpoints shipped as package data."""
-    return sorted(p.stem for p in _CKPT_DIR.glob("*.json"))
+    return _shipped(_PACKAGE)
 
 
-def _stem(checkpoint: str) -> Path:
-    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="ORION-MSP", cli_name="orion-msp")
+def _build_stored(config: dict[str, Any]) -> OrionMSP:
+    """The model of a stored config; checkpoints written before the gated memory read existed were
+    trained ungated and uncentred."""
+    return OrionMSP({"memory_gate": False, "centre_rows": False} | dict(config))
 
 
 def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     """An :class:`OrionMSP` with the weights of a shipped checkpoint name or a path stem (no network)."""
-    stem = _stem(checkpoint)
-    tensors, config = read_checkpoint_cached(stem)
-    config = dict(config)
-    # checkpoints written before the gated memory read existed were trained ungated
-    config.setdefault("memory_gate", False)
-    config.setdefault("centre_rows", False)
-    model = OrionMSP(config)
-    load_weights(model, tensors, what=f"ORION-MSP checkpoint {stem}", target="its stored config",
-                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
-    return model.eval()
+    model = load_shipped_model(checkpoint, package=_PACKAGE, architecture="orion-msp", build=_build_stored,
+                               model="ORION-MSP")
+    assert isinstance(model, OrionMSP)
+    return model
 
 
 class OrionMSPClassifier(InContextClassifier):

@@ -15,19 +15,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
+from tabzoo.checkpoint import (
+    find_checkpoint,
+    load_shipped_model,
+    read_checkpoint_cached,
+    shipped_checkpoints,
+    shipped_dir,
+)
 from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.estimators.base import InContextEstimator
 from tabzoo.estimators.ensemble import AUTO_LOCAL_ROWS, CONTEXT_STRATEGIES, MANY_CLASS
 from tabzoo.estimators.options import check_fit_mode
 
 from tabzoo_tabflex.config import TabFlexConfig, get_config
-from tabzoo_tabflex.model import ContextState, TabFlex
+from tabzoo_tabflex.model import ContextState, TabFlex, build
 from tabzoo_tabflex.projection import RandomProjection
 from tabzoo_tabflex.selection import Selection, select_model
 
@@ -40,26 +45,21 @@ DEFAULT_CHECKPOINT = "tabflex-small"
 WIDE_MODES = ("subsample", "project")
 #: ``class_balance="auto"``: the strength chosen by measurement on the real-data suite's dev tables
 AUTO_BALANCE = 1.0
-_CKPT_DIR = Path(__file__).parent / "checkpoints"
-
-
-def _stem(checkpoint: str) -> Path:
-    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="TabFlex", cli_name="tabflex")
+_PACKAGE = "tabzoo_tabflex"
+#: the folder of the shipped checkpoints
+_CKPT_DIR = shipped_dir(_PACKAGE)
 
 
 def load_tabflex(checkpoint: str = DEFAULT_CHECKPOINT) -> TabFlex:
     """A :class:`TabFlex` with the weights of a shipped checkpoint name or a path stem (no network)."""
-    stem = _stem(checkpoint)
-    tensors, config = read_checkpoint_cached(stem)
-    model = TabFlex({k: v for k, v in config.items() if k != "preset"} | {"preset": config.get("preset", "small")})
-    load_weights(model, tensors, what=f"TabFlex checkpoint {stem}", target="its stored config",
-                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
-    return model.eval()
+    model = load_shipped_model(checkpoint, package=_PACKAGE, architecture="tabflex", build=build, model="TabFlex")
+    assert isinstance(model, TabFlex)
+    return model
 
 
 def _checkpoint_config(checkpoint: str) -> TabFlexConfig:
-    stem = _stem(checkpoint)
-    _, config = read_checkpoint_cached(stem)
+    _, config = read_checkpoint_cached(find_checkpoint(checkpoint, package=_PACKAGE, architecture="tabflex",
+                                                       model="TabFlex"))
     return get_config(config)
 
 
@@ -130,7 +130,7 @@ class TabFlexMixin(InContextEstimator):
     def _select(self, X: Any, n_classes: int) -> Selection:
         n_rows, n_cols = _shape(X)
         if self.checkpoint == "auto":
-            names = sorted(q.stem for q in _CKPT_DIR.glob("*.json"))
+            names = shipped_checkpoints(_PACKAGE)
             if not names:
                 raise CheckpointError("no TabFlex checkpoint is shipped with this install; pass checkpoint=<stem>.")
         else:

@@ -110,6 +110,30 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
             "return tabzoo.checkpoint.load_model(pretrained_path('my_pkg', 'default'))."
         )
 
+    def use_checkpoint(self, path: str | Path, *, architecture: str | None = None) -> InContextEstimator:
+        """Fit with the model of the checkpoint at stem ``path`` (e.g. ``tabzoo pretrain``'s output) instead
+        of the plugin's own weights; ``tabzoo predict --checkpoint`` calls it.
+
+        An estimator with a ``checkpoint`` parameter (TabFlex, ORION-MSP) gets it set; any other loads the
+        pair with :func:`tabzoo.checkpoint.load_model` at ``fit``. That choice is not a constructor
+        parameter: ``sklearn.base.clone`` returns to the plugin's weights.
+
+        :param architecture: the architecture the checkpoint must hold (refused at ``fit`` otherwise).
+        """
+        if "checkpoint" in self.get_params(deep=False):
+            return self.set_params(checkpoint=str(path))
+        self._checkpoint_path = (Path(path), architecture)
+        return self
+
+    def _fit_model(self) -> torch.nn.Module:
+        """The model ``fit`` uses: the plugin's (:meth:`_load_model`) or :meth:`use_checkpoint`'s."""
+        given: tuple[Path, str | None] | None = getattr(self, "_checkpoint_path", None)
+        if given is None:
+            return self._load_model()
+        from tabzoo.checkpoint import load_model
+
+        return load_model(given[0], architecture=given[1])
+
     def _model_limit(self, name: str) -> int | None:
         own = getattr(type(self), name, None)
         if own is not None:
@@ -134,7 +158,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         self.preprocessor_ = TabularPreprocessor().fit(X, categorical=cats)
         self.member_views_: list[MemberView] | None = None
         self.device_ = str(resolve_device(self.device))
-        self.model_ = self._load_model().to(self.device_).eval()
+        self.model_ = self._fit_model().to(self.device_).eval()
         self.inference_dtype_: torch.dtype | None = resolve_inference_dtype(
             getattr(self, "inference_precision", "fp32"), self.device_)
         self.context_cache_: dict[str, Any] = {}

@@ -75,6 +75,8 @@ class EnsemblePath:
     model_: torch.nn.Module
     device_: str
     chunk_size: int
+    #: the resolved ``inference_precision`` (None: resolve on first use, after ``load``)
+    inference_dtype_: torch.dtype | None
 
     #: zero-pad every member's rows to the model's ``max_features`` columns
     pad_to_max_features: bool = True
