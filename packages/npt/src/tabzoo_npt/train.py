@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -144,7 +145,7 @@ class NPTTask:
         self.labeled = torch.as_tensor(labeled, device=device)
         self.is_target = torch.zeros(model.n_attributes, dtype=torch.bool, device=device)
         self.is_target[list(targets)] = True
-        self.cards = model.cards
+        self.cards: torch.Tensor = model.cards  # type: ignore[assignment]
         self.rng = np.random.default_rng(cfg.seed)  # batches
         self.g = torch.Generator().manual_seed(cfg.seed)  # masks
 
@@ -173,12 +174,12 @@ class NPTTask:
         lam = lambda_schedule(step, cfg.steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
         return objective(per_cell, feat.selected, tgt.selected, lam)
 
-    def state_dict(self) -> dict[str, object]:
+    def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "g": self.g.get_state()}
 
-    def load_state_dict(self, state: dict[str, object]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
-        self.g.set_state(state["g"])  # type: ignore[arg-type]
+        self.g.set_state(state["g"])
 
 
 def fit_npt(
@@ -222,7 +223,8 @@ def validation_loss(model: NPT, context: np.ndarray, validation: np.ndarray, tar
     hide[:, list(targets)] = True
     logits = predict_cells(model, context, validation, hide, context_size=cfg.context_size, seed=cfg.seed)
     truth = torch.as_tensor(validation, dtype=torch.float32)
-    per_cell = cell_losses(logits, truth, model.cards.cpu())
+    cards: torch.Tensor = model.cards  # type: ignore[assignment]
+    per_cell = cell_losses(logits, truth, cards.cpu())
     sel = torch.zeros_like(per_cell, dtype=torch.bool)
     sel[:, list(targets)] = True
     sel &= ~torch.isnan(truth)
