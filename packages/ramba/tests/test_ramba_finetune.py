@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tabzoo.metrics import r2_score
 from tabzoo.train.fit import FitResult
 from tabzoo_ramba import Ramba, RelationalTask, SamplerConfig, temporal_split
 from tabzoo_ramba.conformance import shop_database
 from tabzoo_ramba.data import to_seconds
-from tabzoo_ramba.train import finetune, r2_score
+from tabzoo_ramba.train import finetune
 
 TASK = RelationalTask("orders", "label", "regression", horizon_s=86400.0, lookback_s=60 * 86400.0)
 

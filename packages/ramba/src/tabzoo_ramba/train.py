@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score, roc_auc
 from tabzoo.train.fit import FitConfig, FitResult, fit
 from tqdm.auto import tqdm
 
@@ -31,35 +32,9 @@ from tabzoo_ramba.serialize import ColumnStats, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
-__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences", "roc_auc", "r2_score"]
+__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences"]
 
 log = logging.getLogger(__name__)
-
-
-def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """ROC-AUC by the rank formula (ties get average ranks); NaN when one class is absent."""
-    y = np.asarray(y, dtype=bool)
-    n1, n0 = int(y.sum()), int((~y).sum())
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    order = np.argsort(score, kind="stable")
-    ranks = np.empty(len(score), dtype=np.float64)
-    s = np.asarray(score)[order]
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
-
-
-def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
-    """Coefficient of determination."""
-    y, pred = np.asarray(y, dtype=np.float64), np.asarray(pred, dtype=np.float64)
-    ss = float(((y - y.mean()) ** 2).sum())
-    return float("nan") if ss == 0 else 1.0 - float(((y - pred) ** 2).sum()) / ss
 
 
 def mlm_sequences(db: Any, n: int, rng: np.random.Generator, sampler: SamplerConfig, *,
