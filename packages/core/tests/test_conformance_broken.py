@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from tabzoo.masks import context_query, full
-from tabzoo.testing import capabilities as cap
-from tabzoo.testing import check_conformance
-from tabzoo.testing.broken import (
+from kit_models.broken import (
     ContextReadsQuery,
     LosesStateOnSave,
     NonDeterministic,
@@ -25,7 +22,7 @@ from tabzoo.testing.broken import (
     offset_backend,
     wrong_grad_backend,
 )
-from tabzoo.testing.broken_rows import (
+from kit_models.broken_rows import (
     ReadsFuture,
     ReadsMaskedTargets,
     ReadsUnavailableLabels,
@@ -34,6 +31,9 @@ from tabzoo.testing.broken_rows import (
     relational_case,
     rows_case,
 )
+from tabzoo.masks import context_query, full
+from tabzoo.testing import capabilities as cap
+from tabzoo.testing import check_conformance
 from tabzoo.testing.checks import CHECKS
 
 

@@ -27,6 +27,7 @@ from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
 from tabzoo_ramba.api import predict_seeds, sequences_for
+from tabzoo_ramba.capabilities import CAPABILITIES
 from tabzoo_ramba.model import RambaModel
 from tabzoo_ramba.sampling import SamplerConfig
 from tabzoo_ramba.serialize import TargetSpec, collate
@@ -34,8 +35,6 @@ from tabzoo_ramba.text import default_encoder
 
 __all__ = ["CAPABILITIES", "CONFIG", "make_case", "make_nycflights_case", "shop_database", "forward", "make_model"]
 
-CAPABILITIES = frozenset({cap.RELATIONAL, cap.TIME_CAUSALITY, cap.INPUT_ORDER_INVARIANCE, cap.LINEAR_IN_SEQUENCE,
-                          cap.DETERMINISM, cap.CHECKPOINT_ROUNDTRIP, cap.BAD_INPUT})
 CONFIG: dict[str, Any] = {"preset": "tiny", "text_encoder": "hashing"}
 SHOP_TARGET = TargetSpec("orders", "label", 86400.0, ())
 SAMPLER = SamplerConfig(n_child=6, max_expansions=6, max_rows=40)
