@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score, roc_auc
 
 from tabzoo_ramba.data import RelationalTask, Seed, Split, to_seconds
 from tabzoo_ramba.model import RambaModel
@@ -25,7 +26,7 @@ from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, s
 from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
-from tabzoo_ramba.train import finetune, r2_score, roc_auc
+from tabzoo_ramba.train import finetune
 
 __all__ = ["Ramba", "predict_seeds", "sequences_for"]
 
