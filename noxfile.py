@@ -81,9 +81,13 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over every package, the benchmarks, the examples and the root tests."""
-    session.install("ruff>=0.6")
+    """ruff over every package, the benchmarks, the examples and the root tests; then the import
+    contracts of .importlinter (the core's floors, no circles, plugins independent), read from the
+    sources: nothing is installed but the two tools."""
+    session.install("ruff>=0.6", "import-linter>=2.10")
     session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
+    sources = os.pathsep.join(str(p) for p in sorted(Path("packages").glob("*/src")))
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": sources})
 
 
 @nox.session(venv_backend="none")

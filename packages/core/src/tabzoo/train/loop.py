@@ -25,6 +25,7 @@ import torch
 from torch.nn import functional as F
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.kernels.hardware import cpu_has_fast_bf16
 from tabzoo.train import dist as tzdist
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
 from tabzoo.train.prefetch import open_batch_source
@@ -155,13 +156,6 @@ def _amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
         logger.info("amp='auto': this CPU has no AVX512-BF16/AMX, so bf16 would be emulated; training in fp32.")
         return None, False
     return torch.bfloat16, False
-
-
-def cpu_has_fast_bf16() -> bool:
-    """True when the CPU has native bf16 matrix instructions (AVX512-BF16 or AMX)."""
-    cpu = getattr(torch, "cpu", None)
-    checks = [getattr(cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(bool(f()) for f in checks if callable(f))
 
 
 def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
