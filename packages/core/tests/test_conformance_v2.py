@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import torch
+from kit_models import broken_v2 as b2
+from kit_models.broken import NonDeterministic, PositionalContext, QuerySeesQuery, icl_case
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import ConformanceCase, ScalingAxis, check_conformance, replay
-from tabzoo.testing import broken_v2 as b2
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.broken import NonDeterministic, PositionalContext, QuerySeesQuery, icl_case
 from tabzoo.testing.checks import CHECKS
 from tabzoo.testing.runner import registration_results
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from tabzoo.plugins import ArchitectureSpec, hookimpl
 
+from tabzoo_ramba.capabilities import CAPABILITIES
+
 _CONFIG_KEYS = ("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text", "d_gate", "d_ff",
                 "max_rel_rows", "attention", "gating", "text_encoder")
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-CAPABILITIES = frozenset({"relational", "time_causality", "input_order_invariance", "linear_in_sequence",
-                          "determinism", "checkpoint_roundtrip", "bad_input"})
 
 
 def _build(config: dict[str, Any]) -> Any:

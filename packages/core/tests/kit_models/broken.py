@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import nn
-
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase
+from torch import nn
 
 MAX_FEATURES, MAX_CLASSES, D = 6, 4, 8
 
@@ -199,7 +198,7 @@ def offset_backend(op: str = "linear_attention", offset: float = 1e-2) -> Any:
     from tabzoo.kernels import Backend
 
     ref = _reference(op)
-    return Backend("broken_offset", op, lambda **kw: ref(**kw) + offset, priority=-100, origin="tabzoo.testing.broken")
+    return Backend("broken_offset", op, lambda **kw: ref(**kw) + offset, priority=-100, origin="kit_models.broken")
 
 
 def wrong_grad_backend(op: str = "linear_attention", factor: float = 1.01) -> Any:
@@ -212,4 +211,4 @@ def wrong_grad_backend(op: str = "linear_attention", factor: float = 1.01) -> An
         out = ref(**kw)
         return out.detach() + (out - out.detach()) * factor
 
-    return Backend("broken_grad", op, fn, priority=-100, origin="tabzoo.testing.broken")
+    return Backend("broken_grad", op, fn, priority=-100, origin="kit_models.broken")

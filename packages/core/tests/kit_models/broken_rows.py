@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
-
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase
+from torch import nn
 
 F, D = 4, 8
 
