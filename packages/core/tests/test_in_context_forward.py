@@ -11,7 +11,12 @@ import torch
 from _icl_testmodel import ICLTestClassifier
 from sklearn.datasets import make_classification
 from tabzoo.errors import TabzooInputError
-from tabzoo.estimators.forward import ConcatForward, InContextForward, average_members, class_log_proba
+from tabzoo.estimators.forward import (
+    ConcatForward,
+    InContextForward,
+    average_members,
+    class_log_proba,
+)
 
 
 def test_class_log_proba_undoes_each_members_class_shift() -> None:
