@@ -68,6 +68,19 @@ def tests(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+@nox.parametrize("package", PACKAGES)
+def tests_random(session: nox.Session, package: str) -> None:
+    """Like ``tests`` but with the "random" hypothesis profile: fresh examples on every run, so
+    it may find new failures (CI's ``tests`` are derandomized and draw the same examples on every
+    machine). Not in the default sessions; run it on purpose: ``uv run nox -s tests_random``."""
+    _sync(session, f"--package={_dist(package)}", "--group=test")
+    session.run(
+        "python", "-m", "pytest", f"packages/{package}/tests", "-q", "-p", "no:cacheprovider",
+        *session.posargs, env={"HYPOTHESIS_PROFILE": "random"},
+    )
+
+
+@nox.session
 def integration(session: nox.Session) -> None:
     """Every workspace package and the dev group in ONE venv (from uv.lock): the cross-package
     tests of INTEGRATION_TESTS (pretraining on tabzoo-priors' priors, ...) and the root tests/.

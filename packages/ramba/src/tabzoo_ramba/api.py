@@ -101,7 +101,7 @@ class Ramba:
         self.stats: ColumnStats | None = None
 
     def _target(self, task: RelationalTask) -> TargetSpec:
-        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden)
+        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
 
     def bind(self, db: Any, task: RelationalTask, cutoff: Any) -> Ramba:
         """Use ``task`` with normalisation statistics from data before ``cutoff`` (no training:

@@ -32,6 +32,7 @@ from torch.nn import functional as F
 from tabzoo.errors import TabzooInputError
 from tabzoo.train import dist as tzdist
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.lock import LOCK
 from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
     capture_rng,
@@ -179,7 +180,7 @@ def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
 
 def _refuse_existing_run(out: Path) -> None:
     """Raise when ``out`` already holds files: starting afresh there would replace a run."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(p.name != LOCK for p in out.iterdir())):
         what = "a run" if (out / "latest.json").exists() else "files"
         raise TabzooInputError(
             f"{out} already holds {what}; pretraining there would overwrite it. Pass --resume to "
