@@ -35,7 +35,8 @@ INTEGRATION_TESTS = {
     ],
     "tabflex": ["packages/tabflex/tests/test_pretraining.py"],
     "orion-msp": ["packages/orion-msp/tests/test_pretraining.py::test_prior_draws_the_widest_tables"],
-    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source"],
+    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source",
+              "packages/ramba/tests/test_ramba_pretraining.py"],
     "root": ["tests"],
 }
 
