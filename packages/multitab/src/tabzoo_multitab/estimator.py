@@ -19,11 +19,14 @@ import torch
 from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
+from tabzoo.estimators.scaling import unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,
     check_is_fitted,
+    check_label_types,
     check_n_features_and_names,
+    check_params,
 )
 
 from tabzoo_multitab.baselines import BASELINES
@@ -129,7 +132,14 @@ class MultiTabEstimator(BaseEstimator):
         names = [str(c) for c in y.columns] if hasattr(y, "columns") else None
         if hasattr(y, "to_numpy"):
             y = y.to_numpy()
+        if not isinstance(y, np.ndarray):  # a list: numpy would turn ["a", 1] into strings
+            raw = np.asarray(y, dtype=object)
+            for col in (raw.T if raw.ndim == 2 else [raw]):
+                check_label_types(col)
         Y = np.asarray(y)
+        if Y.dtype.kind == "O":
+            for col in (Y.T if Y.ndim == 2 else [Y]):
+                check_label_types(col)
         single = Y.ndim == 1
         if single:
             Y = Y[:, None]
@@ -173,6 +183,11 @@ class MultiTabEstimator(BaseEstimator):
         :param eval_set: ``(X_val, y_val)`` for early stopping instead of holding out
             ``val_fraction`` of the training rows.
         """
+        check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "head_hidden",
+                                         "n_context", "max_epochs", "patience"),
+                     positive=("lr",), nonnegative=("weight_decay",), fraction=("dropout", "val_fraction"))
+        self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing
+        resolve_device(self.device)
         X = check_input_array(X)
         if X.shape[0] < 2:
             raise TabzooInputError(
@@ -236,7 +251,7 @@ class MultiTabEstimator(BaseEstimator):
         outs = self._outputs(X)
         for j, (t, (mu, sd)) in enumerate(zip(self.tasks_, self.target_encoder_.stats, strict=True)):
             if t.kind == "regression":
-                outs[j] = outs[j] * sd + mu
+                outs[j] = unstandardize(outs[j], mu, sd)
         return outs
 
     @available_if(_has_classification)

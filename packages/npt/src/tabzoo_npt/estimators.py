@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.base import resolve_device
+from tabzoo.estimators.scaling import standardize_targets, unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
     ClassifierMixin,
@@ -23,6 +24,7 @@ from tabzoo.estimators.sk import (
     check_input_array,
     check_is_fitted,
     check_n_features_and_names,
+    check_params,
     classification_labels,
     require_y,
 )
@@ -150,7 +152,16 @@ class _NPTBase(BaseEstimator):
                              seed=int(self.random_state or 0), chunk_size=int(self.chunk_size),
                              attention=attention, context_hide=context_hide)
 
+    def _check_params(self) -> None:
+        """Every numeric argument and the device, before anything is built."""
+        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every",
+                                         "patience", "context_size", "chunk_size"),
+                     positive=("lr",), fraction=("dropout", "validation_fraction"),
+                     unit=("flat_fraction", "p_feature", "p_target"))
+        resolve_device(self.device)
+
     def _validate_fit_input(self, X: Any, y: Any) -> Any:
+        self._check_params()
         require_y(self, y)
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
@@ -212,15 +223,13 @@ class NPTRegressor(RegressorMixin, _NPTBase):
             raise TabzooInputError(f"X has {X.shape[0]} rows but y has {len(y2)}; pass one target row per row.")
         if not np.isfinite(y2).all():
             raise TabzooInputError("y contains NaN or inf; drop those rows or impute the target before fit.")
-        self.y_mean_, self.y_std_ = y2.mean(axis=0), y2.std(axis=0)
-        self.y_std_ = np.where(self.y_std_ > 1e-12, self.y_std_, 1.0)
-        z = (y2 - self.y_mean_) / self.y_std_
+        self.y_mean_, self.y_std_, z = standardize_targets(y2)  # finite for targets of any scale
         self._fit_table(X, z, (0,) * y2.shape[1], X_unlabeled, None)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         logits = self._predict_logits(X)[:, list(self.targets_), 0].double().numpy()
-        pred = logits * self.y_std_ + self.y_mean_
+        pred = unstandardize(logits, self.y_mean_, self.y_std_)
         return pred if self._multi else pred[:, 0]
 
 
@@ -249,6 +258,7 @@ class NPTImputer(TransformerMixin, _NPTBase):
         return tags
 
     def fit(self, X: Any, y: Any = None) -> NPTImputer:
+        self._check_params()
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
         self.encoder_ = TableEncoder().fit(X)
