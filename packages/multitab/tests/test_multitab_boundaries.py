@@ -70,3 +70,24 @@ def test_a_missing_cuda_device_is_refused() -> None:
     X, y = _data(12)
     with pytest.raises(TabzooInputError, match="CUDA device"):
         MultiTabEstimator(**FAST, device="cuda").fit(X, y)
+
+
+def test_two_thousand_features_are_refused_at_once_with_the_estimate() -> None:
+    # before: the parameters grow with the square of the column count (200 features: ~2.7 GB)
+    from tabzoo.errors import MemoryLimitError
+
+    X = np.random.default_rng(0).normal(size=(30, 2000))
+    with pytest.raises(MemoryLimitError, match=r"would need about [0-9.]+ GiB .*parameters for 2001 tokens.*"
+                                               r"Use fewer features.*TABZOO_MEMORY_LIMIT"):
+        MultiTabEstimator(**FAST).fit(X, X[:, 0])
+
+
+def test_the_memory_limit_is_checked_before_allocating(monkeypatch) -> None:
+    from tabzoo.errors import MemoryLimitError
+
+    X, y = _data(20)
+    monkeypatch.setenv("TABZOO_MEMORY_LIMIT", "10KB")
+    est = MultiTabEstimator(**FAST)
+    with pytest.raises(MemoryLimitError, match=r"limit of 9.8 KiB \(TABZOO_MEMORY_LIMIT\)"):
+        est.fit(X, y)
+    assert not hasattr(est, "model_")

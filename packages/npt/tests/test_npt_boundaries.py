@@ -55,3 +55,27 @@ def test_bad_arguments_are_refused_before_training(arg: str, value: object, monk
 def test_a_missing_cuda_device_is_refused() -> None:
     with pytest.raises(TabzooInputError, match="CUDA device"):
         NPTRegressor(**FAST, device="cuda").fit(np.zeros((10, 2)), np.arange(10.0))
+
+
+def test_ten_thousand_features_are_refused_at_once_with_the_estimate() -> None:
+    # before: NPT's parameters grow with the square of the column count, and 10,000 features
+    # tried to allocate ~25 TiB (a raw RuntimeError after a long wait)
+    from tabzoo.errors import MemoryLimitError
+
+    X = np.random.default_rng(0).normal(size=(30, 10_000)).astype(np.float32)
+    with pytest.raises(MemoryLimitError, match=r"would need about [0-9.]+ TiB .*parameters for 10001 columns.*"
+                                               r"Use fewer features.*TABZOO_MEMORY_LIMIT"):
+        NPTRegressor(**FAST).fit(X, X[:, 0])
+
+
+def test_the_memory_limit_is_checked_before_allocating(monkeypatch) -> None:
+    from tabzoo.errors import MemoryLimitError
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    monkeypatch.setenv("TABZOO_MEMORY_LIMIT", "64KB")
+    for est in (NPTClassifier(**FAST), NPTImputer(preset="tiny", steps=2)):
+        with pytest.raises(MemoryLimitError, match=r"limit of 62.5 KiB \(TABZOO_MEMORY_LIMIT\)"):
+            est.fit(X, (X[:, 0] > 0).astype(int))
+        assert not hasattr(est, "model_")
+    monkeypatch.setenv("TABZOO_MEMORY_LIMIT", "off")
+    NPTImputer(preset="tiny", steps=2).fit(X)

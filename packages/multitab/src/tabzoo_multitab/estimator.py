@@ -19,6 +19,7 @@ import torch
 from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
+from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.estimators.scaling import unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -164,6 +165,26 @@ class MultiTabEstimator(BaseEstimator):
         return BASELINES[self.architecture](enc.n_num, enc.cardinalities, tasks, d_embed=self.d_embed,
                                             hidden=tuple(self.hidden), dropout=self.dropout)
 
+    def _check_memory(self, n_train: int, n_rows: int) -> None:
+        """Refuse before building when the estimated peak of fit or predict exceeds the limit
+        (:mod:`tabzoo.estimators.memory`). MultiTab-Net's row attention and heads see all
+        ``tokens * d_embed`` values of a row, so its parameters grow with the square of the column
+        count: this check is its width limit."""
+        params = parameter_count(self._build)
+        tokens = self.encoder_.n_num + len(self.encoder_.cardinalities) + len(self.tasks_)
+        d, layers, heads = int(self.d_embed), int(self.n_layers), int(self.n_heads) + int(self.row_heads)
+        ctx = int(self.n_context) if self.architecture == "multitab" else 0
+
+        def acts(rows: int) -> float:  # per layer: token states, feed-forward, attention maps
+            return layers * (rows * tokens * d * (int(self.ff_mult) + 6) + heads * rows * tokens * tokens
+                             + heads * tokens * rows * rows)
+
+        batch = self._batch_size(n_train) + ctx
+        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, 512) + ctx)))
+        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (the parameters grow with the "
+                     "square of the column count), a smaller d_embed, n_layers, batch_size or n_context",
+                     device=self.device_, detail=f"{params:,} parameters for {tokens} tokens x d_embed {d}")
+
     def _batch_size(self, n_train: int) -> int:
         """The minibatch size for ``n_train`` training rows (``batch_size="auto"``: see the class doc)."""
         if self.batch_size == "auto":
@@ -220,6 +241,7 @@ class MultiTabEstimator(BaseEstimator):
             if Yv.shape[1] != Y.shape[1]:
                 raise TabzooInputError(f"eval_set has {Yv.shape[1]} targets, y has {Y.shape[1]}; pass the same targets.")
             val = self._data(Xv, self.target_encoder_.transform(Yv))
+        self._check_memory(len(train), n)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
             self.model_ = self._build().to(self.device_)
