@@ -59,3 +59,21 @@ def test_a_bad_limit_says_how_to_write_one(monkeypatch) -> None:
 def test_parameters_are_counted_without_allocating() -> None:
     assert parameter_count(lambda: torch.nn.Linear(100_000, 100_000)) == 100_000 * 100_000 + 100_000  # 40 GB
     assert format_bytes(1536) == "1.5 KiB" and format_bytes(12) == "12 B" and format_bytes(3 * 2**40) == "3.0 TiB"
+
+
+def test_in_context_predict_checks_its_peak_before_allocating(monkeypatch) -> None:
+    import numpy as np
+    from _icl_testmodel import ICLTestClassifier, ICLTestRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    for est, y in ((ICLTestClassifier(device="cpu", n_estimators=2), (X[:, 0] > 0).astype(int)),
+                   (ICLTestRegressor(device="cpu", n_estimators=2), X[:, 0])):
+        est.fit(X, y)
+        before = est.predict(X[:5])
+        monkeypatch.setenv(ENV, "1KB")
+        with pytest.raises(MemoryLimitError, match=r"\.predict would need about .*2 members x 45 rows.*"
+                                                   r"Use fewer context rows"):
+            est.predict(X[:5])
+        monkeypatch.delenv(ENV)
+        np.testing.assert_array_equal(est.predict(X[:5]), before)

@@ -39,6 +39,7 @@ from tabzoo.estimators.members import (
     check_transforms,
     fit_member_views,
 )
+from tabzoo.estimators.memory import check_memory, in_context_bytes
 from tabzoo.estimators.options import as_table_input, resolve_categorical_features
 from tabzoo.estimators.preprocessing import (
     CATEGORICAL,
@@ -249,6 +250,10 @@ class InContextEstimator(BaseEstimator):
         views = self._views()
         feats = [m.features for m in self.members_]
         width = max(len(f) for f in feats) if pad is None else max(pad, max(len(f) for f in feats))
+        rows = ctx.shape[0] + min(int(self.chunk_size), max(1, x_query.shape[0]))
+        check_memory(f"{type(self).__name__}.predict", in_context_bytes(self.model_, len(feats), rows, width),
+                     "use fewer context rows (fit on a sample), fewer n_estimators or a smaller chunk_size",
+                     device=dev, detail=f"{len(feats)} members x {rows} rows x {width} features")
         ctx_m = torch.zeros(len(feats), ctx.shape[0], width)
         for i, (f, view) in enumerate(zip(feats, views, strict=True)):
             ctx_m[i, :, : len(f)] = torch.from_numpy(view.apply(self.X_context_))

@@ -25,7 +25,7 @@ import torch
 
 from tabzoo.errors import MemoryLimitError, TabzooInputError
 
-__all__ = ["ENV", "available_memory", "check_memory", "format_bytes", "inference_bytes", "memory_limit",
+__all__ = ["ENV", "available_memory", "check_memory", "format_bytes", "in_context_bytes", "inference_bytes", "memory_limit",
            "parameter_count", "training_bytes"]
 
 ENV = "TABZOO_MEMORY_LIMIT"
@@ -123,3 +123,19 @@ def inference_bytes(n_params: int, activations: float) -> float:
     """Peak bytes of a forward pass without gradients: parameters plus ``activations`` values
     (times 2: the largest two live at once)."""
     return FLOAT * (n_params + 2.0 * activations)
+
+
+def in_context_bytes(model: torch.nn.Module, members: int, rows: int, width: int) -> float:
+    """Peak bytes of one in-context forward pass: ``members`` episodes of ``rows`` rows (context
+    plus one query chunk) by ``width`` features, through ``model`` without gradients.
+
+    Per row: the input, the hidden state and its feed-forward expansion (``d_model`` and
+    ``d_ff`` from ``model.cfg`` when it has them; 256 and 4x else), twice over (the largest two
+    live at once). Attention maps are not counted: scaled-dot-product and linear attention do not
+    materialise them.
+    """
+    cfg = getattr(model, "cfg", None)
+    d = int(getattr(cfg, "d_model", 256) or 256)
+    d_ff = int(getattr(cfg, "d_ff", 4 * d) or 4 * d)
+    params = sum(p.numel() for p in model.parameters())
+    return inference_bytes(params, float(members) * rows * (width + 6 * d + d_ff))
