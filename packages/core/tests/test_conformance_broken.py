@@ -31,6 +31,7 @@ from kit_models.broken_rows import (
     relational_case,
     rows_case,
 )
+from kit_models.broken_v3 import BROKEN_V3
 from tabzoo.masks import context_query, full
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing import check_conformance
@@ -76,6 +77,7 @@ def test_check_catches_broken_model(make: Callable[[], Any], check: str) -> None
 def test_every_check_has_a_broken_model() -> None:
     caught = {c for _, _, c in BROKEN} | {cap.KERNEL_EQUIVALENCE, cap.LINEAR_IN_FEATURES, cap.LINEAR_IN_SEQUENCE,
                                           cap.BATCH_INDEPENDENCE}  # the last: test_conformance_v2
+    caught |= set(BROKEN_V3)  # kit v3's gallery: test_conformance_v3
     assert caught == set(CHECKS)
 
 

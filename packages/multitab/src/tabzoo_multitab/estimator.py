@@ -251,7 +251,7 @@ class MultiTabEstimator(BaseEstimator):
             batch_size=self._batch_size(len(train)), lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
             seed=self.random_state, context=self.context_, progress=self.progress, monitor=self.early_stopping,
         )
-        self.n_epochs_ = self.fit_result_.epochs_run
+        self.n_epochs_ = self.fit_result_.epochs
         held_out = val if val is not None and len(val) else None
         self.temperatures_ = (fit_temperatures(self.model_, held_out, self.tasks_, self.context_)
                               if self.calibration == "temperature" and held_out is not None

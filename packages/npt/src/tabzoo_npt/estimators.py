@@ -29,11 +29,12 @@ from tabzoo.estimators.sk import (
     classification_labels,
     require_y,
 )
+from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
 from tabzoo_npt.model import NPT, PRESETS, NPTConfig
 from tabzoo_npt.predict import predict_cells
-from tabzoo_npt.train import TrainConfig, TrainResult, fit_npt
+from tabzoo_npt.train import TrainConfig, fit_npt
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
 logger = logging.getLogger("tabzoo_npt")
@@ -120,7 +121,7 @@ class _NPTBase(BaseEstimator):
         return model.to(resolve_device(self.device))
 
     def _fit_table(self, X: Any, target_cells: np.ndarray, target_cards: tuple[int, ...],
-                   X_unlabeled: Any, strata: np.ndarray | None) -> TrainResult:
+                   X_unlabeled: Any, strata: np.ndarray | None) -> FitResult:
         """Encode ``X``, append ``target_cells [n, t]``, split validation rows, train."""
         self.encoder_ = TableEncoder().fit(X)
         xv = self.encoder_.transform(X)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score, roc_auc
 from tabzoo.table.validation import check_number, check_target_values
 
 from tabzoo_ramba.data import RelationalTask, Seed, Split, to_seconds
@@ -26,7 +27,7 @@ from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, s
 from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
-from tabzoo_ramba.train import finetune, r2_score, roc_auc
+from tabzoo_ramba.train import finetune
 
 __all__ = ["Ramba", "predict_seeds", "sequences_for"]
 
@@ -101,7 +102,7 @@ class Ramba:
         self.stats: ColumnStats | None = None
 
     def _target(self, task: RelationalTask) -> TargetSpec:
-        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden)
+        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
 
     def bind(self, db: Any, task: RelationalTask, cutoff: Any) -> Ramba:
         """Use ``task`` with normalisation statistics from data before ``cutoff`` (no training:

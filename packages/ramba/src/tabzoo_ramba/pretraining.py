@@ -1,6 +1,7 @@
-"""Masked-cell pretraining of Ramba on synthetic relational databases (tabzoo-priors ``relational``).
+"""Masked-cell pretraining of Ramba on synthetic relational databases (the ``relational`` prior).
 
-This is the only module that imports tabzoo-priors, and only inside :func:`synthetic_source`.
+The prior is resolved by name through the core's prior registry (:func:`tabzoo.plugins.get_prior`;
+tabzoo-priors registers it), inside :func:`synthetic_source`; nothing here imports tabzoo-priors.
 The shipped ``ramba-tiny-synth`` checkpoint was made with::
 
     python -m tabzoo_ramba.pretraining --out runs/ramba-tiny-synth --steps 1500 --resume
@@ -38,12 +39,13 @@ RECIPES: dict[str, dict[str, Any]] = {
 
 
 def synthetic_source(**prior_config: Any) -> Any:
-    """``seed -> RelationalDatabase`` from the ``relational`` prior of tabzoo-priors."""
-    try:
-        from tabzoo_priors.relational import RelationalPrior
-    except ImportError:
-        raise TabzooInputError("synthetic pretraining needs tabzoo-priors: pip install tabzoo-priors") from None
-    prior = RelationalPrior(**prior_config)
+    """``seed -> RelationalDatabase`` from the registered ``relational`` prior (tabzoo-priors).
+
+    :raises PluginLoadError: when no installed plugin registers it (the message names the package).
+    """
+    from tabzoo.plugins import get_prior
+
+    prior = get_prior("relational", **prior_config)
     return lambda seed: prior.sample_database(seed=int(seed))
 
 

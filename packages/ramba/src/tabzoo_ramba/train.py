@@ -6,14 +6,16 @@
   ``checkpoint_every`` steps the full state (model, optimizer, step, RNG) is written with
   :func:`tabzoo.checkpoint.save_state` and a rerun with ``resume=True`` continues from it.
 * :func:`finetune`: the task loss (BCE on the boolean head, Huber on the numeric head in
-  z-units of the target) on the seeds of the train split, keeping the best state on the val split.
+  z-units of the target) on the seeds of the train split, keeping the best state on the val split;
+  it runs the core's per-dataset loop (:func:`tabzoo.train.fit.fit`), :class:`FinetuneTask`
+  supplying the batches and the loss.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score, roc_auc
+from tabzoo.train.fit import FitConfig, FitResult, fit
 from tqdm.auto import tqdm
 
 from tabzoo_ramba.sampling import SamplerConfig, graph_index, sample_subgraph
@@ -28,35 +32,9 @@ from tabzoo_ramba.serialize import ColumnStats, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
-__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "mlm_sequences", "roc_auc", "r2_score"]
+__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences"]
 
 log = logging.getLogger(__name__)
-
-
-def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """ROC-AUC by the rank formula (ties get average ranks); NaN when one class is absent."""
-    y = np.asarray(y, dtype=bool)
-    n1, n0 = int(y.sum()), int((~y).sum())
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    order = np.argsort(score, kind="stable")
-    ranks = np.empty(len(score), dtype=np.float64)
-    s = np.asarray(score)[order]
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return float((ranks[y].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
-
-
-def r2_score(y: np.ndarray, pred: np.ndarray) -> float:
-    """Coefficient of determination."""
-    y, pred = np.asarray(y, dtype=np.float64), np.asarray(pred, dtype=np.float64)
-    ss = float(((y - y.mean()) ** 2).sum())
-    return float("nan") if ss == 0 else 1.0 - float(((y - pred) ** 2).sum()) / ss
 
 
 def mlm_sequences(db: Any, n: int, rng: np.random.Generator, sampler: SamplerConfig, *,
@@ -73,7 +51,9 @@ def mlm_sequences(db: Any, n: int, rng: np.random.Generator, sampler: SamplerCon
     for _ in range(n):
         tab = timed[int(rng.integers(0, len(timed)))]
         row = int(rng.integers(0, db.table(tab).n_rows))
-        t = int(idx.times[tab][row])
+        times = idx.times[tab]
+        assert times is not None  # tables without a time column were filtered out above
+        t = int(times[row])
         key = db.table(tab).column(db.primary_key(tab))[row]
         sub = sample_subgraph(idx, tab, key, np.datetime64(t, "s"), lookback_s=lookback_s, config=sampler)
         # statistics of the whole database up to the seed's day (cached per day)
@@ -163,49 +143,72 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, bat
     return history
 
 
+class FinetuneTask:
+    """Ramba's side of the core loop (:func:`tabzoo.train.fit.fit`) when fine-tuning: minibatches of
+    ``batch_size`` training sequences drawn without replacement (``ceil(n / batch_size)`` per
+    epoch) and the task loss (BCE on the target logit, or Huber on z-scored targets ``[n]``)."""
+
+    def __init__(self, train: Sequence[Seq], y: torch.Tensor, *, kind: str, batch_size: int, seed: int,
+                 encoder: Any) -> None:
+        self.train, self.y, self.kind, self.batch_size, self.encoder = train, y, kind, batch_size, encoder
+        self.rng = np.random.default_rng(seed)
+
+    def batches(self, epoch: int) -> Iterator[np.ndarray]:
+        size = min(self.batch_size, len(self.train))
+        for _ in range(-(-len(self.train) // size)):
+            yield self.rng.choice(len(self.train), size=size, replace=False)
+
+    def loss(self, model: torch.nn.Module, batch: np.ndarray, step: int) -> torch.Tensor:
+        out = model.predict_target(collate([self.train[int(i)] for i in batch], self.encoder))  # type: ignore[operator]
+        tgt = self.y[torch.as_tensor(batch)]
+        return (F.binary_cross_entropy_with_logits(out, tgt) if self.kind == "classification"
+                else F.huber_loss(out, tgt, delta=1.0))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
 def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str, mu: float = 0.0, sd: float = 1.0,
              val: Sequence[Seq] | None = None, y_val: np.ndarray | None = None, steps: int = 200,
              batch_size: int = 16, lr: float = 1e-3, eval_every: int = 50, seed: int = 0, progress: bool = True,
-             encoder: Any = None, predict: Callable[[Sequence[Seq]], np.ndarray] | None = None) -> list[float]:
-    """Fine-tune on serialized task sequences (targets masked) for ``steps`` steps.
+             encoder: Any = None, predict: Callable[[Sequence[Seq]], np.ndarray] | None = None,
+             patience: int | None = None) -> FitResult:
+    """Fine-tune on serialized task sequences (targets masked) for ``steps`` steps through the core
+    loop: AdamW (no weight decay), clip 1.0, dropout seeded by ``seed``.
 
     Classification: BCE on the target logit. Regression: Huber on ``(y - mu) / sd``. With a val
-    split, the state with the best val metric (ROC-AUC / R^2, via ``predict``) is kept.
+    split, the model is validated every ``eval_every`` steps and at the last; the state with the
+    best val metric (ROC-AUC / R^2, via ``predict``) is kept, and with ``patience`` the run stops
+    after that many validations without improvement (``None`` = never). When the val metric is
+    undefined (one class, or a constant target) the last state is kept.
+
+    :returns: the core :class:`~tabzoo.train.fit.FitResult` (``losses``: the loss per step).
     """
     from tabzoo_ramba.text import default_encoder
 
     encoder = encoder or default_encoder(model.cfg.text_encoder)
     if len(train) == 0:
         raise TabzooInputError("no training seeds: the train split is empty; move val_start later")
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    rng = np.random.default_rng(seed)
     y = torch.as_tensor(np.asarray(y_train, dtype=np.float32))
     if kind == "regression":
         y = (y - mu) / sd
-    best, best_state, history = -np.inf, None, []
-    bar = tqdm(range(steps), disable=not progress, desc="ramba finetune")
-    for step in bar:
-        model.train()
-        pick = rng.choice(len(train), size=min(batch_size, len(train)), replace=False)
-        batch = collate([train[int(i)] for i in pick], encoder)
-        out = model.predict_target(batch)
-        tgt = y[torch.as_tensor(pick)]
-        loss = (F.binary_cross_entropy_with_logits(out, tgt) if kind == "classification"
-                else F.huber_loss(out, tgt, delta=1.0))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        history.append(float(loss.detach()))
-        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        last = step + 1 == steps
-        if val is not None and predict is not None and len(val) and ((step + 1) % eval_every == 0 or last):
-            model.eval()
-            p = predict(val)
-            score = roc_auc(y_val, p) if kind == "classification" else r2_score(y_val, p)
-            if np.isfinite(score) and score > best:
-                best, best_state = score, {k: v.detach().clone() for k, v in model.state_dict().items()}
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    return history
+    validate = None
+    if val is not None and predict is not None and len(val) and y_val is not None:
+        if len(np.unique(np.asarray(y_val))) < 2:
+            log.info("the val split's target takes one value: its metric is undefined; keeping the last state")
+        else:
+            held_out, y_held = val, np.asarray(y_val)
+            metric = roc_auc if kind == "classification" else r2_score
+
+            def validate(m: torch.nn.Module) -> float:
+                return -metric(y_held, predict(held_out))
+
+    n_evals = -(-steps // max(1, eval_every)) + 1
+    cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=0.0, clip_norm=1.0,
+                    eval_every=eval_every, patience=patience or n_evals, seed=seed, progress=progress,
+                    desc="ramba finetune")
+    task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder)
+    return fit(model, task, cfg, validate=validate)

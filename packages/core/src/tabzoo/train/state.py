@@ -27,16 +27,19 @@ import torch
 from tabzoo.checkpoint import load_state, save_state
 from tabzoo.checkpoint.io import atomic_write
 from tabzoo.errors import CheckpointError
+from tabzoo.train.lock import LOCK
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "LATEST",
     "capture_rng",
+    "describe_run",
     "load_history",
     "load_latest",
     "machine_info",
     "plot_learning_curve",
+    "require_resumable",
     "restore_rng",
     "write_state",
 ]
@@ -98,16 +101,63 @@ def write_state(out: Path, step: int, state: dict[str, Any], keep: int = 1) -> P
 
 
 def load_latest(out: str | Path) -> dict[str, Any] | None:
-    """The training state ``latest.json`` names, or ``None`` when the folder has none."""
+    """The training state ``latest.json`` names, or ``None`` when the folder has none.
+
+    :raises CheckpointError: when ``latest.json`` is unreadable, names no state, or names a file
+        outside ``out`` (a pointer may only name a ``state-*`` checkpoint inside its folder).
+    """
     out = Path(out)
     pointer = out / LATEST
     if not pointer.exists():
         return None
+    return load_state(out / _pointed_state(pointer))
+
+
+def _pointed_state(pointer: Path) -> str:
+    """The state name in ``pointer``, checked to be a plain ``state-*`` name inside its folder."""
+    fix = (f"the run in {pointer.parent} cannot be resumed from it. Restore {pointer.name} from a backup, "
+           "or start a new run in another --out folder (this run's files are left as they are).")
     try:
-        name = json.loads(pointer.read_text(encoding="utf-8"))["state"]
-    except (json.JSONDecodeError, KeyError) as exc:
-        raise CheckpointError(f"{pointer} is corrupt ({exc}); delete it and the run restarts from step 0.") from exc
-    return load_state(out / name)
+        data = json.loads(pointer.read_text(encoding="utf-8"))
+        name = data["state"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{pointer} is corrupt ({type(exc).__name__}: {exc}); {fix}") from exc
+    if not isinstance(name, str) or not name.startswith("state-") or Path(name).name != name or name in (".", ".."):
+        raise CheckpointError(
+            f"{pointer} names {name!r}, which is not a state-* checkpoint inside {pointer.parent}; {fix}")
+    return name
+
+
+def describe_run(out: str | Path) -> str:
+    """One line saying what a run folder holds, for messages (``"nothing"`` when empty or absent)."""
+    out = Path(out)
+    if not out.exists():
+        return "nothing (it does not exist)"
+    if not out.is_dir():
+        return "a file, not a folder"
+    names = sorted(p.name for p in out.iterdir() if p.name != LOCK)
+    if not names:
+        return "nothing (it is empty)"
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"{len(names)} file(s): {shown}"
+
+
+def require_resumable(out: str | Path) -> None:
+    """Raise unless ``out`` holds a run that ``--resume`` can continue (a valid ``latest.json``).
+
+    :raises CheckpointError: saying what the folder holds instead, and what to do.
+    """
+    out = Path(out)
+    if not (out / LATEST).is_file():
+        raise CheckpointError(
+            f"--resume: {out} holds no resumable run ({LATEST} is missing); it holds {describe_run(out)}. "
+            "Drop --resume to start a new run (in an empty folder, or with --overwrite), or pass the --out "
+            "folder of the run to continue.")
+    name = _pointed_state(out / LATEST)
+    if not (out / f"{name}.json").is_file() or not (out / f"{name}.safetensors").is_file():
+        raise CheckpointError(
+            f"--resume: {out / LATEST} names {name}, but {name}.json / {name}.safetensors are not both in {out} "
+            f"(it holds {describe_run(out)}); restore them, or start a new run in another --out folder.")
 
 
 def load_history(out: str | Path) -> list[float]:

@@ -59,15 +59,17 @@ def max_abs(t: torch.Tensor) -> float:
 
 
 def discrepancy(actual: Any, expected: Any, case: ConformanceCase, scale: float = 1.0) -> tuple[float, float]:
-    """``(max |actual - expected|, atol + rtol * max |expected|)``; NaN where only one is NaN -> inf."""
+    """``(max |actual - expected|, atol + rtol * max |expected|)``.
+
+    A NaN or infinite value on either side is never agreement (issue 23: two NaN outputs used to
+    "agree"): its difference is ``inf``, so every property check fails on non-finite outputs."""
     a, e = _as_tensor(actual), _as_tensor(expected)
     if a.shape != e.shape:
         return float("inf"), 0.0
     atol, rtol = case.tolerance(scale)
     a64, e64 = a.detach().double(), e.detach().double()
-    both_nan = torch.isnan(a64) & torch.isnan(e64)
-    diff = torch.where(both_nan, torch.zeros_like(a64), (a64 - e64).abs())
-    diff = torch.nan_to_num(diff, nan=float("inf"))
+    bad = ~(torch.isfinite(a64) & torch.isfinite(e64))
+    diff = torch.where(bad, torch.full_like(a64, float("inf")), (a64 - e64).abs())
     finite = e64[torch.isfinite(e64)]
     return (float(diff.max()) if diff.numel() else 0.0), atol + rtol * (max_abs(finite) if finite.numel() else 0.0)
 
@@ -113,7 +115,8 @@ def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = No
     """``x [B, N, F]`` and ``y [B, N]`` (labels of every row) for an example spec.
 
     ``spec`` holds ``sizes`` (or is itself the sizes dict, with ``seed`` given), ``data_seed``,
-    ``ties`` and ``duplicates``. Classification labels are class indices as floats; every class
+    ``ties``, ``duplicates`` and optionally ``absent_class`` (that class occurs in no row; needs 3+
+    classes so that the context keeps two). Classification labels are class indices as floats; every class
     occurs among the context rows when there are enough of them. Regression labels
     (``n_classes == 0``) are standard normal.
     """
@@ -136,6 +139,9 @@ def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = No
         y = torch.randn(b, nc + nq, generator=g)
         if spec.get("ties"):
             y = torch.round(y * 2) / 2
+    absent = spec.get("absent_class")
+    if absent is not None and case.n_classes >= 3:  # one class never occurs (context nor query)
+        y = torch.where(y == float(absent), torch.remainder(y + 1, case.n_classes), y)
     if spec.get("duplicates") and nc >= 2:
         half = max(1, nc // 2)
         dst = torch.randperm(nc, generator=g)[:half]

@@ -1,0 +1,112 @@
+"""Kit v3's gallery (issue 23): one broken model per class of blindness, each a small variation of
+:class:`kit_models.broken.TinyICL` (or of the correct models defined here), and the property that
+must catch it. Correct controls: :class:`FeatureSetICL` (claims feature-order invariance).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tabzoo.testing import capabilities as cap
+from torch import nn
+
+from kit_models.broken import MAX_CLASSES, MAX_FEATURES, TinyICL, icl_case
+
+
+# -- finite outputs -------------------------------------------------------------------------
+class PrototypeNaN(TinyICL):
+    """Scores query rows against per-class prototypes (the mean of the context rows of each class):
+    a class absent from the context divides 0 by 0, and its logit is NaN."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        h = self.encode(x, y_context)
+        nc = y_context.shape[1]
+        k = int(y_context.max()) + 1  # classes 0..max label, as many models infer them
+        onehot = nn.functional.one_hot(y_context.long(), k).to(h)  # [B, nc, C]
+        proto = onehot.transpose(1, 2) @ h[:, :nc] / onehot.sum(1).unsqueeze(-1)  # [B, C, D]: 0/0 if absent
+        return -torch.cdist(h[:, nc:], proto)  # [B, n_query, C]
+
+
+class AlwaysNaN(TinyICL):
+    """Returns NaN everywhere: two identical calls give NaN == NaN, which kits before v3 counted as
+    agreement (determinism passed)."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        return super().forward(x, y_context) * float("nan")
+
+
+class SigmoidProbabilities(TinyICL):
+    """Declares probabilities, returns one sigmoid per class: in [0, 1] but not summing to 1."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(super().forward(x, y_context))
+
+
+class SoftmaxProbabilities(TinyICL):
+    """Correct control: declares probabilities and returns a softmax."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(super().forward(x, y_context), dim=-1)
+
+
+# -- feature-order invariance ---------------------------------------------------------------
+class FeatureSetICL(TinyICL):
+    """Correct control: features are a set (``h = mean_f phi(x_f)``), so permuting the feature
+    columns changes nothing."""
+
+    def __init__(self, seed: int = 0, validate: bool = True) -> None:
+        super().__init__(seed, validate)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed + 1)
+            self.phi = nn.Sequential(nn.Linear(1, self.embed.out_features), nn.Tanh())
+
+    def feature_weights(self, f: int, like: torch.Tensor) -> torch.Tensor:
+        return torch.ones(f, dtype=like.dtype, device=like.device)
+
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        from kit_models.broken import validate_icl
+
+        if self.validate:
+            validate_icl(x, y_context, self.max_features, self.max_classes)
+        nc = y_context.shape[1]
+        w = self.feature_weights(x.shape[2], x)
+        h = (self.phi(x.unsqueeze(-1)) * w[:, None]).mean(2)  # [B, N, D]
+        h = torch.cat([h[:, :nc] + self.labels(y_context.long().clamp(0, MAX_CLASSES - 1)), h[:, nc:]], dim=1)
+        return h + self.mix(h, nc)
+
+
+class FeaturePositional(FeatureSetICL):
+    """Weights feature j by ``1 + j/10``: a positional encoding of the columns."""
+
+    def feature_weights(self, f: int, like: torch.Tensor) -> torch.Tensor:
+        return 1 + torch.arange(f, dtype=like.dtype, device=like.device) / 10
+
+
+def feature_case(name: str = "feature_set", model_cls: type[TinyICL] = FeatureSetICL, **kw: Any) -> Any:
+    """An in-context case that also claims feature-order invariance."""
+    caps = cap.IN_CONTEXT_DEFAULTS | {cap.FEATURE_ORDER_INVARIANCE}
+    return icl_case(name, model_cls, capabilities=caps, n_features=min(MAX_FEATURES, 5), **kw)
+
+
+BROKEN_V3: dict[str, list[tuple[str, Any]]] = {
+    cap.FINITE_OUTPUTS: [
+        ("NaN logits for a class absent from the context", lambda: icl_case("proto_nan", PrototypeNaN)),
+        ("NaN outputs everywhere", lambda: icl_case("all_nan", AlwaysNaN)),
+        ("probabilities that do not sum to 1", lambda: icl_case("sigmoid", SigmoidProbabilities,
+                                                                 outputs="probabilities")),
+    ],
+    cap.DETERMINISM: [
+        ("NaN outputs everywhere (NaN == NaN is not agreement)", lambda: icl_case("all_nan_det", AlwaysNaN)),
+    ],
+    cap.FEATURE_ORDER_INVARIANCE: [
+        ("a positional weight per feature column", lambda: feature_case("feature_pos", FeaturePositional)),
+    ],
+}
+"""property -> [(what is broken, case factory)]: each case must FAIL that property."""
+
+CONTROLS_V3: list[tuple[str, Any]] = [
+    ("softmax probabilities", lambda: icl_case("softmax", SoftmaxProbabilities, outputs="probabilities")),
+    ("feature-set encoder", lambda: feature_case()),
+]
+"""Correct models that must pass the new properties."""

@@ -1,0 +1,51 @@
+"""Meta-tests of kit v3 (issue 23): each broken model of the v3 gallery fails the property named
+for it, and each correct control passes it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kit_models.broken_v3 import BROKEN_V3, CONTROLS_V3
+from tabzoo.testing import capabilities as cap
+from tabzoo.testing import run_check
+from tabzoo.testing.checks._common import discrepancy
+
+BROKEN = [(check, what, make) for check, items in BROKEN_V3.items() for what, make in items]
+
+
+@pytest.mark.parametrize(("check", "what", "make"), BROKEN, ids=[f"{c}-{w}" for c, w, _ in BROKEN])
+def test_v3_gallery_model_is_caught(check: str, what: str, make: object) -> None:
+    result = run_check(make(), check, max_examples=4)  # type: ignore[operator]
+    assert result.status == "failed", f"{check} did not catch '{what}': {result}"
+    assert result.reproducer.get("replay") or result.reproducer
+
+
+NEW = (cap.FINITE_OUTPUTS, cap.FEATURE_ORDER_INVARIANCE)
+
+
+@pytest.mark.parametrize(("what", "make"), CONTROLS_V3, ids=[w for w, _ in CONTROLS_V3])
+def test_v3_controls_pass(what: str, make: object) -> None:
+    case = make()  # type: ignore[operator]
+    for check in NEW:
+        if check in case.capabilities:
+            result = run_check(case, check, max_examples=4)
+            assert result.status == "passed", f"{what}: {result}"
+
+
+def test_nan_and_inf_never_count_as_agreement() -> None:
+    from kit_models.broken import icl_case
+
+    case = icl_case()
+    nan, inf = torch.tensor([float("nan"), 1.0]), torch.tensor([float("inf"), 1.0])
+    assert discrepancy(nan, nan.clone(), case)[0] == float("inf")
+    assert discrepancy(inf, inf.clone(), case)[0] == float("inf")
+    assert discrepancy(torch.ones(2), torch.ones(2), case)[0] == 0.0
+
+
+def test_absent_class_is_generated_and_reported() -> None:
+    from kit_models.broken import icl_case
+    from kit_models.broken_v3 import PrototypeNaN
+
+    result = run_check(icl_case("p", PrototypeNaN), cap.FINITE_OUTPUTS, max_examples=6)
+    assert result.status == "failed"
+    assert result.reproducer.get("absent_class") is not None and "absent" in result.message
