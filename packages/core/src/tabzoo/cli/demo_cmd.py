@@ -173,6 +173,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
     """``report.md``, ``results.json``, ``metric.png``, ``time.png`` in ``folder``; returns report.md."""
     import datetime as dt
 
+    from tabzoo.cli._files import write_text
     from tabzoo.cli._report import bar_grid, machine, md_table
 
     info = machine()
@@ -180,7 +181,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
             bar_grid(folder / "time.png", _panels(results, "fit_predict_s"), "tabzoo demo: fit + predict time")]
     data = {"command": argv, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "wall_time_s": round(seconds, 2), "machine": info, "plugins": results}
-    (folder / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    write_text(folder / "results.json", json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     lines = [
         "# tabzoo demo", "",
         f"`{' '.join(argv)}` on {data['date']}, {seconds:.1f} s wall in all. Machine: {info['processor']}, "
@@ -215,8 +216,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
     else:
         lines += ["No plots: matplotlib is not installed (pip install 'tabzoo-core[plot]').", ""]
     report = folder / "report.md"
-    report.write_text("\n".join(lines))
-    return report
+    return write_text(report, "\n".join(lines))
 
 
 def run(args: argparse.Namespace) -> int:
