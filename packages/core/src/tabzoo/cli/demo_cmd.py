@@ -90,7 +90,9 @@ def _run_all(entries: list[Any], args: argparse.Namespace) -> list[dict[str, Any
             for row in rows:
                 row["baseline"] = is_baseline(row, entry.plugin, entry.architectures)
             item["rows"] = rows
-        except Exception as exc:  # one broken demo must not lose the others' results
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: one demo must not lose the others
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             item["error"] = f"{type(exc).__name__}: {exc}"
             item["traceback"] = traceback.format_exc(limit=6)
             caught = []
@@ -248,8 +250,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(results)
         done = f"tabzoo demo: {len(results)} plugin demos in {seconds:.1f} s"
-        print(f"{done}; report written to {report.parent}/ (report.md, results.json, PNGs)" if report else done)
+        print(f"{done}; report written to {_written(report.parent)}" if report else done)
     return 1 if any(item["error"] for item in results) else 0
+
+
+def _written(folder: Path) -> str:
+    """The files of the report in ``folder``, by name: only those that were written."""
+    names = [n for n in ("report.md", "results.json", "metric.png", "time.png") if (folder / n).is_file()]
+    return f"{folder}/ ({', '.join(names)})"
 
 
 def new_folder(out: str | None) -> Path:
