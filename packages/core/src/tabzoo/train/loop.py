@@ -37,6 +37,7 @@ from tabzoo.train.lock import LOCK
 from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
     capture_rng,
+    check_resume,
     load_latest,
     machine_info,
     plot_learning_curve,
@@ -315,6 +316,7 @@ class _Run:
                 f"{self.out} holds a run of architecture {state['architecture']!r}, not {self.arch!r}; "
                 "use another --out folder or the same --model."
             )
+        check_resume(state, prior=self.prior_name, config=self.cfg.to_dict())
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
