@@ -20,14 +20,14 @@ def test_v3_gallery_model_is_caught(check: str, what: str, make: object) -> None
     assert result.reproducer.get("replay") or result.reproducer
 
 
-NEW = (cap.FINITE_OUTPUTS, cap.FEATURE_ORDER_INVARIANCE)
+NEW = (cap.FINITE_OUTPUTS, cap.FEATURE_ORDER_INVARIANCE, cap.DETERMINISM)
 
 
 @pytest.mark.parametrize(("what", "make"), CONTROLS_V3, ids=[w for w, _ in CONTROLS_V3])
 def test_v3_controls_pass(what: str, make: object) -> None:
     case = make()  # type: ignore[operator]
     for check in NEW:
-        if check in case.capabilities:
+        if check in case.capabilities | cap.UNIVERSAL:
             result = run_check(case, check, max_examples=4)
             assert result.status == "passed", f"{what}: {result}"
 
@@ -49,3 +49,22 @@ def test_absent_class_is_generated_and_reported() -> None:
     result = run_check(icl_case("p", PrototypeNaN), cap.FINITE_OUTPUTS, max_examples=6)
     assert result.status == "failed"
     assert result.reproducer.get("absent_class") is not None and "absent" in result.message
+
+
+@pytest.mark.parametrize(("model", "says"), [("DriftsAfter16", "call 9 against call 1"),
+                                             ("HashSeeded", "fresh Python process"),
+                                             ("AddressCache", "written into the memory")])
+def test_determinism_names_what_differs(model: str, says: str) -> None:
+    from kit_models.broken import icl_case
+
+    result = run_check(icl_case("d", f"kit_models.broken_v3:{model}"), cap.DETERMINISM)
+    assert result.status == "failed" and says in result.message, result
+
+
+def test_a_case_a_fresh_process_cannot_find_is_not_proven() -> None:
+    from kit_models.broken import icl_case
+
+    case = icl_case("unfindable", context_repr=None)  # a callable argument: no factory
+    assert case.factory is None
+    result = run_check(case, cap.DETERMINISM)
+    assert result.status == "failed" and "factory=" in result.message

@@ -5,13 +5,14 @@ must catch it. Correct controls: :class:`FeatureSetICL` (claims feature-order in
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
 from tabzoo.testing import capabilities as cap
 from torch import nn
 
-from kit_models.broken import MAX_CLASSES, MAX_FEATURES, TinyICL, icl_case
+from kit_models.broken import MAX_CLASSES, MAX_FEATURES, TinyICL, icl_case, path_of, resolve
 
 
 # -- finite outputs -------------------------------------------------------------------------
@@ -50,6 +51,48 @@ class SoftmaxProbabilities(TinyICL):
         return torch.softmax(super().forward(x, y_context), dim=-1)
 
 
+# -- determinism that a cache or a global cannot fake ------------------------------------------
+class DriftsAfter16(TinyICL):
+    """Recalibrates after its 16th call (a warm-up counter): kits before v3 compared calls 1, 3
+    and 10 only."""
+
+    calls: torch.Tensor
+
+    def __init__(self, seed: int = 0, validate: bool = True) -> None:
+        super().__init__(seed, validate)
+        self.register_buffer("calls", torch.zeros(()), persistent=False)
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        out = super().forward(x, y_context)
+        return out * 1.001 if int(self.calls) > 16 else out
+
+
+class HashSeeded(TinyICL):
+    """Adds noise seeded by Python's ``hash()`` of a string: the same in one process, different in
+    a process with another ``PYTHONHASHSEED``."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x, y_context)
+        g = torch.Generator().manual_seed(hash("tabzoo-noise") % 2**31)
+        return out + 1e-3 * torch.randn(out.shape, generator=g).to(out)
+
+
+class AddressCache(TinyICL):
+    """Caches its output keyed on the input's memory address: a new input written into the same
+    memory gets the stale answer."""
+
+    def __init__(self, seed: int = 0, validate: bool = True) -> None:
+        super().__init__(seed, validate)
+        self._cache: dict[Any, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        key = (x.data_ptr(), y_context.data_ptr(), tuple(x.shape))
+        if key not in self._cache:
+            self._cache[key] = super().forward(x, y_context)
+        return self._cache[key]
+
+
 # -- feature-order invariance ---------------------------------------------------------------
 class FeatureSetICL(TinyICL):
     """Correct control: features are a set (``h = mean_f phi(x_f)``), so permuting the feature
@@ -83,10 +126,13 @@ class FeaturePositional(FeatureSetICL):
         return 1 + torch.arange(f, dtype=like.dtype, device=like.device) / 10
 
 
-def feature_case(name: str = "feature_set", model_cls: type[TinyICL] = FeatureSetICL, **kw: Any) -> Any:
+def feature_case(name: str = "feature_set", model_cls: type[TinyICL] | str = FeatureSetICL) -> Any:
     """An in-context case that also claims feature-order invariance."""
     caps = cap.IN_CONTEXT_DEFAULTS | {cap.FEATURE_ORDER_INVARIANCE}
-    return icl_case(name, model_cls, capabilities=caps, n_features=min(MAX_FEATURES, 5), **kw)
+    model_cls = resolve(model_cls)
+    return replace(icl_case(name, model_cls, capabilities=caps, n_features=min(MAX_FEATURES, 5)),
+                   factory="kit_models.broken_v3:feature_case",
+                   factory_args={"name": name, "model_cls": path_of(model_cls)})
 
 
 BROKEN_V3: dict[str, list[tuple[str, Any]]] = {
@@ -98,6 +144,9 @@ BROKEN_V3: dict[str, list[tuple[str, Any]]] = {
     ],
     cap.DETERMINISM: [
         ("NaN outputs everywhere (NaN == NaN is not agreement)", lambda: icl_case("all_nan_det", AlwaysNaN)),
+        ("drifts after its 16th call", lambda: icl_case("drift16", DriftsAfter16)),
+        ("noise seeded by hash() of a string (PYTHONHASHSEED)", lambda: icl_case("hash_seeded", HashSeeded)),
+        ("a cache keyed on the input's memory address", lambda: icl_case("address_cache", AddressCache)),
     ],
     cap.FEATURE_ORDER_INVARIANCE: [
         ("a positional weight per feature column", lambda: feature_case("feature_pos", FeaturePositional)),
@@ -108,5 +157,6 @@ BROKEN_V3: dict[str, list[tuple[str, Any]]] = {
 CONTROLS_V3: list[tuple[str, Any]] = [
     ("softmax probabilities", lambda: icl_case("softmax", SoftmaxProbabilities, outputs="probabilities")),
     ("feature-set encoder", lambda: feature_case()),
+    ("the tiny in-context model", lambda: icl_case("tiny_icl")),
 ]
 """Correct models that must pass the new properties."""
