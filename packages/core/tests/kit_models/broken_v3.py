@@ -13,6 +13,7 @@ from tabzoo.testing import capabilities as cap
 from torch import nn
 
 from kit_models.broken import MAX_CLASSES, MAX_FEATURES, TinyICL, icl_case, path_of, resolve
+from kit_models.broken_v2 import WarmsUp
 
 
 # -- finite outputs -------------------------------------------------------------------------
@@ -52,20 +53,11 @@ class SoftmaxProbabilities(TinyICL):
 
 
 # -- determinism that a cache or a global cannot fake ------------------------------------------
-class DriftsAfter16(TinyICL):
+class DriftsAfter16(WarmsUp):
     """Recalibrates after its 16th call (a warm-up counter): kits before v3 compared calls 1, 3
     and 10 only."""
 
-    calls: torch.Tensor
-
-    def __init__(self, seed: int = 0, validate: bool = True) -> None:
-        super().__init__(seed, validate)
-        self.register_buffer("calls", torch.zeros(()), persistent=False)
-
-    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
-        out = super().forward(x, y_context)
-        return out * 1.001 if int(self.calls) > 16 else out
+    after = 16
 
 
 class HashSeeded(TinyICL):

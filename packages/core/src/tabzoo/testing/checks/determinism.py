@@ -20,13 +20,7 @@ RNG state is restored.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,8 +32,6 @@ from tabzoo.testing.checks.misc import _probe, _probe_args, _replay_of, _run_pro
 
 N_CALLS = 64
 """Calls of one model on one input that must agree (each followed by an interleaved other input)."""
-CHILD_TIMEOUT = 300.0
-"""Seconds the fresh-process run may take (it imports torch and the plugin, builds, calls once)."""
 
 
 def _seeded_probe(case: ConformanceCase, s: int, data: int) -> torch.Tensor:
@@ -95,6 +87,8 @@ def check_determinism(case: ConformanceCase, *, seed: int = 0, max_examples: int
         if not d <= 0:
             return fail(d, "a model rebuilt with the same seed",
                         "seed every random draw of make_model from its seed (torch.Generator), never the global RNG.")
+    from tabzoo.testing.checks.fresh import fresh_process_probe
+
     child, how = fresh_process_probe(case, s, data)
     if child is None:
         return CheckResult(check, case.name, "failed", None, None, {"seed": s},
@@ -131,72 +125,3 @@ def _memory(case: ConformanceCase, model: Any, s: int, data: int, first: torch.T
 
 def _probe_with(case: ConformanceCase, args: tuple[Any, ...]) -> Callable[[Any], Any]:
     return lambda model: _run_probe(case, model, args)
-
-
-# -- the fresh process ----------------------------------------------------------------------
-def locate(case: ConformanceCase) -> dict[str, Any] | None:
-    """How a fresh process finds ``case``: ``{"factory", "factory_args"}`` or ``{"registered"}``."""
-    if case.factory:
-        return {"name": case.name, "factory": case.factory, "factory_args": dict(case.factory_args)}
-    try:
-        from tabzoo.testing.runner import find_cases
-
-        hits = [c for c in find_cases(case.name, include_core=False) if c.name == case.name]
-    except Exception:  # noqa: BLE001 - not installed: no locator
-        return None
-    if len(hits) == 1 and hits[0].make_model is case.make_model:
-        return {"name": case.name, "registered": True}
-    return None
-
-
-def fresh_process_probe(case: ConformanceCase, s: int, data: int) -> tuple[torch.Tensor | None, str]:
-    """The probe output computed by a child Python process with another ``PYTHONHASHSEED``:
-    ``(tensor, how)``, or ``(None, why not)``."""
-    where = locate(case)
-    if where is None:
-        return None, (f"the kit cannot rebuild case {case.name!r} in a fresh process: register it through the "
-                      "tabzoo_conformance_cases hook, or set ConformanceCase(factory='module:function', "
-                      "factory_args={...}) to a function that returns it.")
-    parent = os.environ.get("PYTHONHASHSEED", "random")
-    hashseed = str(int(parent) + 1) if parent.isdigit() else "0"
-    env = {**os.environ, "PYTHONHASHSEED": hashseed,
-           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    with tempfile.TemporaryDirectory(prefix="tabzoo-determinism-") as tmp:
-        out = Path(tmp) / "probe.safetensors"
-        job = {**where, "seed": s, "data": data, "out": str(out), "device": case.device}
-        try:
-            proc = subprocess.run([sys.executable, "-m", "tabzoo.testing.checks.determinism"], input=json.dumps(job),
-                                  env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired:
-            return None, f"the fresh process did not finish within {CHILD_TIMEOUT:g} s."
-        if proc.returncode != 0 or not out.exists():
-            return None, f"the fresh process failed (exit {proc.returncode}): {proc.stderr.strip()[-600:]}"
-        from safetensors.torch import load_file
-
-        return load_file(str(out))["probe"], f"PYTHONHASHSEED={hashseed}, parent {parent}"
-
-
-def _child() -> None:
-    """Entry point of the fresh process: read the job (JSON) on stdin, write the probe output."""
-    job = json.load(sys.stdin)
-    from importlib import import_module
-
-    if job.get("factory"):
-        module, _, attr = job["factory"].partition(":")
-        made = getattr(import_module(module), attr)(**job.get("factory_args", {}))
-        cases = made if isinstance(made, (list, tuple)) else [made]
-    else:
-        from tabzoo.testing.runner import find_cases
-
-        cases = find_cases(job["name"], include_core=False)
-    (case,) = [c for c in cases if c.name == job["name"]]
-    from dataclasses import replace
-
-    case = replace(case, device=job["device"])
-    from safetensors.torch import save_file
-
-    save_file({"probe": _seeded_probe(case, int(job["seed"]), int(job["data"])).contiguous()}, job["out"])
-
-
-if __name__ == "__main__":
-    _child()
