@@ -20,7 +20,8 @@ def test_v3_gallery_model_is_caught(check: str, what: str, make: object) -> None
     assert result.reproducer.get("replay") or result.reproducer
 
 
-NEW = (cap.FINITE_OUTPUTS, cap.FEATURE_ORDER_INVARIANCE, cap.DETERMINISM)
+NEW = (cap.FINITE_OUTPUTS, cap.FEATURE_ORDER_INVARIANCE, cap.DETERMINISM, cap.QUERY_INDEPENDENCE,
+       cap.NO_CONTEXT_QUERY_LEAK)
 
 
 @pytest.mark.parametrize(("what", "make"), CONTROLS_V3, ids=[w for w, _ in CONTROLS_V3])
@@ -68,3 +69,18 @@ def test_a_case_a_fresh_process_cannot_find_is_not_proven() -> None:
     assert case.factory is None
     result = run_check(case, cap.DETERMINISM)
     assert result.status == "failed" and "factory=" in result.message
+
+
+def test_missing_values_put_nan_into_context_and_query_rows() -> None:
+    from kit_models.broken_v3 import missing_case
+    from tabzoo.testing.checks._common import largest_spec, make_rows
+
+    case = missing_case()
+    spec = largest_spec(case, 0)
+    x, _ = make_rows(case, spec)
+    nc = spec["sizes"]["n_context"]
+    assert torch.isnan(x[:, :nc]).any() and torch.isnan(x[:, nc:]).any()
+    from kit_models.broken import icl_case
+
+    plain = icl_case()
+    assert not torch.isnan(make_rows(plain, largest_spec(plain, 0))[0]).any()  # not claimed: no NaN

@@ -85,6 +85,36 @@ class AddressCache(TinyICL):
         return self._cache[key]
 
 
+# -- NaN features (missing values) -------------------------------------------------------------
+class ImputesFromContext(TinyICL):
+    """Correct control: claims missing values and imputes each NaN feature with the mean of that
+    column over the CONTEXT rows of its episode."""
+
+    def impute_from(self, x: torch.Tensor, nc: int) -> torch.Tensor:
+        """The rows whose column means fill the NaNs ``[B, rows, F]``."""
+        return x[:, :nc]
+
+    def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        fill = torch.nan_to_num(self.impute_from(x, y_context.shape[1]).nanmean(1, keepdim=True))  # [B, 1, F]
+        return super().encode(torch.where(torch.isnan(x), fill, x), y_context)
+
+
+class ImputesOverAllRows(ImputesFromContext):
+    """Imputes NaN features with the column mean over ALL rows, query rows included: every
+    query row's output then depends on the other query rows (and the context on the query)."""
+
+    def impute_from(self, x: torch.Tensor, nc: int) -> torch.Tensor:
+        return x
+
+
+def missing_case(name: str = "imputes_context", model_cls: type[TinyICL] | str = ImputesFromContext) -> Any:
+    """An in-context case that claims NaN features (missing values)."""
+    model_cls = resolve(model_cls)
+    caps = cap.IN_CONTEXT_DEFAULTS | {cap.NO_CONTEXT_QUERY_LEAK, cap.MISSING_VALUES}
+    return replace(icl_case(name, model_cls, capabilities=caps), factory="kit_models.broken_v3:missing_case",
+                   factory_args={"name": name, "model_cls": path_of(model_cls)})
+
+
 # -- feature-order invariance ---------------------------------------------------------------
 class FeatureSetICL(TinyICL):
     """Correct control: features are a set (``h = mean_f phi(x_f)``), so permuting the feature
@@ -140,6 +170,14 @@ BROKEN_V3: dict[str, list[tuple[str, Any]]] = {
         ("noise seeded by hash() of a string (PYTHONHASHSEED)", lambda: icl_case("hash_seeded", HashSeeded)),
         ("a cache keyed on the input's memory address", lambda: icl_case("address_cache", AddressCache)),
     ],
+    cap.QUERY_INDEPENDENCE: [
+        ("imputes NaN features over all rows, query rows included",
+         lambda: missing_case("imputes_all", ImputesOverAllRows)),
+    ],
+    cap.NO_CONTEXT_QUERY_LEAK: [
+        ("imputes NaN features over all rows: the context reads the query",
+         lambda: missing_case("imputes_all_ctx", ImputesOverAllRows)),
+    ],
     cap.FEATURE_ORDER_INVARIANCE: [
         ("a positional weight per feature column", lambda: feature_case("feature_pos", FeaturePositional)),
     ],
@@ -150,5 +188,6 @@ CONTROLS_V3: list[tuple[str, Any]] = [
     ("softmax probabilities", lambda: icl_case("softmax", SoftmaxProbabilities, outputs="probabilities")),
     ("feature-set encoder", lambda: feature_case()),
     ("the tiny in-context model", lambda: icl_case("tiny_icl")),
+    ("imputes NaN features from the context rows only", lambda: missing_case()),
 ]
 """Correct models that must pass the new properties."""

@@ -13,7 +13,7 @@ import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult, ConformanceCase
-from tabzoo.testing.checks._common import discrepancy, make_rows, query_mask, skipped
+from tabzoo.testing.checks._common import claims_missing, discrepancy, make_rows, query_mask, skipped
 
 MIN_MESSAGE = 20  # characters: "what was wrong and the fix" does not fit in fewer
 
@@ -28,7 +28,7 @@ def _probe_args(case: ConformanceCase, seed: int, *, labels_from: int | None = N
 
         return database_for(case, seed)
     sizes = {"batch": 2, "n_context": max(6, case.n_classes * 2), "n_query": 4, "n_features": case.n_features}
-    x, y = make_rows(case, sizes, seed)
+    x, y = make_rows(case, {"sizes": sizes, "data_seed": seed, "missing": claims_missing(case)})
     nc = sizes["n_context"]
     if labels_from is not None:
         _, y2 = make_rows(case, sizes, labels_from)
