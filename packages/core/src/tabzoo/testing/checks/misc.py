@@ -13,7 +13,13 @@ import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult, ConformanceCase
-from tabzoo.testing.checks._common import claims_missing, discrepancy, make_rows, query_mask, skipped
+from tabzoo.testing.checks._common import (
+    claims_missing,
+    discrepancy,
+    make_rows,
+    query_mask,
+    skipped,
+)
 
 MIN_MESSAGE = 20  # characters: "what was wrong and the fix" does not fit in fewer
 
