@@ -84,3 +84,28 @@ def test_missing_values_put_nan_into_context_and_query_rows() -> None:
 
     plain = icl_case()
     assert not torch.isnan(make_rows(plain, largest_spec(plain, 0))[0]).any()  # not claimed: no NaN
+
+
+def test_not_proven_fails_by_default_and_waivers_are_printed() -> None:
+    from tabzoo.cli.conformance_cmd import EXIT_FAILED, EXIT_NOT_PROVEN, _summarise
+    from tabzoo.testing.case import CheckResult
+
+    skipped = CheckResult(cap.LABEL_LEAK, "c", "skipped", message="not proven: no model")
+    assert _summarise([skipped], strict=True)["exit_code"] == EXIT_FAILED
+    assert _summarise([skipped], strict=False)["exit_code"] == EXIT_NOT_PROVEN
+    from tabzoo.cli import build_parser
+
+    args = build_parser().parse_args(["conformance", "all"])
+    assert args.allow_unproven is False  # strict unless asked otherwise
+
+
+def test_json_stays_one_document_with_progress_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tabzoo.cli import main
+
+    code = main(["conformance", "core_kernels", "--json", "--max-examples", "2"])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert code == 0 and doc["strict"] is True and doc["results"]
+    assert "[1/1] core_kernels-kernel_equivalence: PASSED" in captured.err
