@@ -109,3 +109,14 @@ def test_json_stays_one_document_with_progress_on_stderr(capsys: pytest.CaptureF
     doc = json.loads(captured.out)
     assert code == 0 and doc["strict"] is True and doc["results"]
     assert "[1/1] core_kernels-kernel_equivalence: PASSED" in captured.err
+
+
+def test_thorough_profile_reaches_real_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kit_models.broken import icl_case
+    from tabzoo.testing.checks._common import PROFILE_ENV
+
+    case = icl_case("fused", "kit_models.broken_v3:FusedAbove1024", masks=None)
+    assert run_check(case, cap.QUERY_INDEPENDENCE, max_examples=2).status == "passed"  # default: blind above 512
+    monkeypatch.setenv(PROFILE_ENV, "thorough")
+    result = run_check(case, cap.QUERY_INDEPENDENCE, max_examples=2)
+    assert result.status == "failed" and result.reproducer["sizes"]["n_context"] > 1024 - 256, result

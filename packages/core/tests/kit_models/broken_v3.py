@@ -115,6 +115,18 @@ def missing_case(name: str = "imputes_context", model_cls: type[TinyICL] | str =
                    factory_args={"name": name, "model_cls": path_of(model_cls)})
 
 
+# -- size search --------------------------------------------------------------------------------
+class FusedAbove1024(TinyICL):
+    """Switches to a "fused" path above 1,024 rows in which query rows also read the mean of the
+    query rows: only a search that reaches real sizes (the thorough profile) sees it."""
+
+    def mix(self, h: torch.Tensor, nc: int) -> torch.Tensor:
+        out = super().mix(h, nc)
+        if h.shape[1] <= 1024:
+            return out
+        return torch.cat([out[:, :nc], out[:, nc:] + h[:, nc:].mean(1, keepdim=True)], dim=1)
+
+
 # -- feature-order invariance ---------------------------------------------------------------
 class FeatureSetICL(TinyICL):
     """Correct control: features are a set (``h = mean_f phi(x_f)``), so permuting the feature

@@ -47,6 +47,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="(the default) a skipped (not proven) check is a failure")
     p.add_argument("--allow-unproven", action="store_true",
                    help="a skipped (not proven) check exits 3 instead of failing (1)")
+    p.add_argument("--thorough", action="store_true",
+                   help="the thorough search: contexts up to 4,096 rows, 5x the examples (slow; nightly)")
     p.add_argument("--replay", default=None, metavar="JSON",
                    help="re-run exactly one failing example: the 'replay' JSON printed under a failure")
     p.set_defaults(func=run)
@@ -109,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
 
     # hypothesis keeps a cache under ./.hypothesis by default: never write into the user's directory
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "tabzoo-hypothesis"))
+    if args.thorough:
+        from tabzoo.testing.checks._common import PROFILE_ENV
+
+        os.environ[PROFILE_ENV] = "thorough"
 
     from tabzoo import __version__
     from tabzoo.testing._xfails import load_xfails

@@ -87,6 +87,26 @@ def _as_tensor(x: Any) -> torch.Tensor:
 SMALL_QUERY = (2, 8)
 LARGE: dict[str, int] = {"batch": 4, "n_context": 512, "n_query": 64}
 LARGE_MIN: dict[str, int] = {"batch": 1, "n_context": 64, "n_query": 16}
+PROFILE_ENV = "TABZOO_CONFORMANCE_PROFILE"
+PROFILES: dict[str, dict[str, int]] = {
+    "default": {**LARGE, "examples": 1},
+    "thorough": {"batch": 2, "n_context": 4096, "n_query": 256, "examples": 5},
+}
+"""Search budgets: the large phase's largest sizes and a multiplier of every phase's examples.
+``thorough`` (``tabzoo conformance --thorough``, the nox ``thorough`` session) searches contexts up
+to 4,096 rows, where fused or sampled paths switch on."""
+
+
+def profile() -> dict[str, int]:
+    """The active search budget (``$TABZOO_CONFORMANCE_PROFILE``, default ``"default"``)."""
+    import os
+
+    from tabzoo.errors import TabzooInputError
+
+    name = os.environ.get(PROFILE_ENV, "default")
+    if name not in PROFILES:
+        raise TabzooInputError(f"{PROFILE_ENV}={name!r}; use one of {sorted(PROFILES)}.")
+    return PROFILES[name]
 
 
 def spec_strategy(case: ConformanceCase, phase: str) -> Any:
@@ -95,9 +115,10 @@ def spec_strategy(case: ConformanceCase, phase: str) -> Any:
 
     lo_ctx = max(2, case.n_classes)
     if phase == "large":
-        batch = st.integers(LARGE_MIN["batch"], LARGE["batch"])
-        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), LARGE["n_context"])
-        n_query = st.integers(LARGE_MIN["n_query"], LARGE["n_query"])
+        top = profile()
+        batch = st.integers(LARGE_MIN["batch"], top["batch"])
+        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), top["n_context"])
+        n_query = st.integers(LARGE_MIN["n_query"], top["n_query"])
     else:
         batch = st.integers(1, 2)
         n_query = st.integers(*SMALL_QUERY)
@@ -238,7 +259,8 @@ def rows_control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, fl
 
 def largest_spec(case: ConformanceCase, seed: int) -> dict[str, Any]:
     """The large phase's biggest example: every size at its maximum, with ties and duplicates."""
-    return {"sizes": {"batch": LARGE["batch"], "n_context": LARGE["n_context"], "n_query": LARGE["n_query"],
+    top = profile()
+    return {"sizes": {"batch": top["batch"], "n_context": top["n_context"], "n_query": top["n_query"],
                       "n_features": case.n_features}, "data_seed": seed, "ties": True, "duplicates": True,
             **({"missing": True} if claims_missing(case) else {})}
 
@@ -378,7 +400,7 @@ def _phase_test(case: ConformanceCase, example: Callable[[dict[str, Any]], Outco
             raise _Falsified
         passed.append((spec, out))
 
-    n = max_examples if phase == "small" else max(2, max_examples // 5)
+    n = (max_examples if phase == "small" else max(2, max_examples // 5)) * profile()["examples"]
     test = hseed(seed)(_settings(n, seed)(given(strategy(case, phase))(body)))
 
     class _View(list):  # failures first; the passing outcomes are folded into "worst" by the caller
