@@ -142,6 +142,15 @@ def conformance(session: nox.Session) -> None:
 
 
 @nox.session
+def thorough(session: nox.Session) -> None:
+    """The conformance kit's thorough search over every installed case (nightly; slow): contexts
+    up to 4,096 rows and 5x the examples (issue 23)."""
+    _sync(session, "--all-packages")
+    session.run("tabzoo", "conformance", "all", "--thorough", *session.posargs,
+                env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+
+
+@nox.session
 def typing(session: nox.Session) -> None:
     """mypy over the core's sources."""
     _sync(session, "--package=tabzoo-core", "--group=test")
