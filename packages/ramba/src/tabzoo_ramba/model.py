@@ -16,7 +16,7 @@ query vector scored against the projected text embeddings of candidate strings, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -116,6 +116,10 @@ class RambaModel(nn.Module):
     def __init__(self, config: dict[str, Any] | RambaConfig | None = None) -> None:
         super().__init__()
         c = make_config(config)
+        if c.text_encoder == "auto":  # record the concrete encoder, so a checkpoint says which it saw
+            from tabzoo_ramba.text import resolve_encoder
+
+            c = replace(c, text_encoder=resolve_encoder("auto"))
         self.cfg = c
         d = c.d_model
         self.schema_proj, self.schema_norm = nn.Linear(c.d_text, d), RMSNorm(d)
