@@ -67,7 +67,7 @@ def test_pretraining_resumes_exactly(tmp_path) -> None:
     h_all = pretrain_mlm(straight, source, steps=4, **kw)
     part = fresh()
     pretrain_mlm(part, source, steps=4, stop_after=2, out=tmp_path / "run", **kw)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(TabzooInputError, match="already holds a run"):
         pretrain_mlm(fresh(), source, steps=4, out=tmp_path / "run", **kw)
     resumed = fresh()
     h_res = pretrain_mlm(resumed, source, steps=4, out=tmp_path / "run", resume=True, **kw)

@@ -107,8 +107,11 @@ class RambaModel(nn.Module):
     """Ramba over collated batches (:func:`tabzoo_ramba.serialize.collate`).
 
     ``forward(batch) -> Z [B, L, D]``; :meth:`predict_target` reads the head of each sequence's
-    target cell; :meth:`mlm_loss` is the masked-cell pretraining loss.
+    target cell; :meth:`mlm_loss` is the masked-cell pretraining loss (:meth:`pretrain_loss`, the
+    core pretraining loop's hook).
     """
+
+    architecture = "ramba"
 
     def __init__(self, config: dict[str, Any] | RambaConfig | None = None) -> None:
         super().__init__()
@@ -212,6 +215,10 @@ class RambaModel(nn.Module):
         """Scores ``[Q, n_strings]`` of the candidate strings for query states ``zq [Q, D]``."""
         cand = self.text_norm(self.text_proj(text_emb))
         return self.text_head(zq) @ cand.T / cand.shape[-1] ** 0.5
+
+    def pretrain_loss(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The scalar masked-cell loss of a collated batch (:func:`tabzoo.train.pretrain` calls it)."""
+        return self.mlm_loss(batch)[0]
 
     def mlm_loss(self, batch: dict[str, Any], huber_delta: float = 1.0) -> tuple[torch.Tensor, dict[str, float]]:
         """Masked-cell loss over ``batch["mlm"]`` positions: Huber (numeric, datetime), BCE

@@ -35,22 +35,19 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.encoding import OneHotExpander, check_encoding, plan_onehot
 from tabzoo.estimators.ensemble import EnsemblePath, NonFiniteOutputError
 from tabzoo.estimators.members import (
+    EnsembleMember,
     MemberView,
     category_tables,
     check_transforms,
     fit_member_views,
+    make_members,
 )
 from tabzoo.estimators.options import (
     as_table_input,
     resolve_categorical_features,
     resolve_inference_dtype,
 )
-from tabzoo.estimators.preprocessing import (
-    CATEGORICAL,
-    EnsembleMember,
-    TabularPreprocessor,
-    make_members,
-)
+from tabzoo.estimators.preprocessing import CATEGORICAL, TabularPreprocessor
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,
@@ -69,9 +66,18 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise TabzooInputError(f"device {device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'.") from exc
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise TabzooInputError(
+            f"device {device!r} was asked for but this machine has {have} CUDA device(s); use "
+            "device='cpu', or 'auto' (cuda when available, else cpu)."
+        )
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise TabzooInputError(f"device {device!r} is not available here; use device='cpu' or 'auto'.")
+    return dev
 
 
 class InContextEstimator(EnsemblePath, BaseEstimator):

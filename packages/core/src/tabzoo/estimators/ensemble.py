@@ -40,6 +40,7 @@ from tabzoo.estimators.forward import (
 )
 from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
 from tabzoo.estimators.local import LocalContexts, fit_local_contexts
+from tabzoo.estimators.memory import check_memory, in_context_bytes
 from tabzoo.estimators.options import resolve_inference_dtype
 
 __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "MANY_CLASS", "N_CODES", "EnsemblePath", "NonFiniteOutputError"]
@@ -139,6 +140,16 @@ class EnsemblePath:
         pad = self._model_limit("max_features")
         return widest if pad is None else max(pad, widest)
 
+    def _check_memory(self, member_ids: Sequence[int], n_context: int, batch: int, width: int | None) -> None:
+        """Refuse before encoding when one pass (``batch`` members of ``n_context`` rows plus a query
+        chunk) would exceed the memory limit (:mod:`tabzoo.estimators.memory`)."""
+        cols = width or max(len(self.members_[i].features) for i in member_ids)
+        rows = n_context + int(getattr(self, "chunk_size", 1024))
+        check_memory(f"{type(self).__name__}.predict", in_context_bytes(self.model_, batch, rows, cols),
+                     "use fewer context rows (fit on a sample, or context_strategy='local'), fewer n_estimators "
+                     "or a smaller chunk_size", device=torch.device(self.device_),
+                     detail=f"{batch} members x {rows} rows x {cols} features")
+
     # -- context state ---------------------------------------------------------------------------
     def _state(self, member_ids: Sequence[int], rows: np.ndarray | None, labels: np.ndarray, k: int,
                contexts: list[np.ndarray], y_members: list[np.ndarray], weights: np.ndarray | None) -> Any:
@@ -155,6 +166,7 @@ class EnsemblePath:
         dev = torch.device(self.device_)
         views = [self._views()[i] for i in member_ids]
         width = self._width(member_ids)
+        self._check_memory(member_ids, max(len(c) for c in contexts), 1 if hook.per_member else len(views), width)
         w = None if weights is None else torch.from_numpy(np.asarray(weights, dtype=np.float32)).unsqueeze(0).to(dev)
         with torch.inference_mode(), self._autocast():
             if hook.per_member:
