@@ -10,6 +10,7 @@ other. The regressor accepts ``y [n, n_targets]`` (multi-target prediction).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -193,6 +194,25 @@ class _NPTBase(BaseEstimator):
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
         return X
+
+
+    # -- pickle-free save / load (tabzoo_npt.persist) -------------------------------------------
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Save the fitted estimator (params, preprocessing, labels, context, weights) pickle-free.
+
+        Writes ``<path>.safetensors`` + ``.json`` (fitted state) and ``<path>.model.safetensors`` +
+        ``.json`` (the NPT); refuses existing files unless ``overwrite=True``. Returns the stem.
+        """
+        from tabzoo_npt.persist import save_estimator
+
+        return save_estimator(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None) -> Any:
+        """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
+        from tabzoo_npt.persist import load_estimator
+
+        return load_estimator(cls, path, device=device)
 
 
 class NPTClassifier(ClassifierMixin, _NPTBase):
