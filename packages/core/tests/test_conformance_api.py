@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit_models.broken import NonDeterministic, icl_case
 from tabzoo.testing import (
     ConformanceCase,
     ConformanceError,
@@ -16,7 +17,6 @@ from tabzoo.testing import (
     parametrize_with_checks,
 )
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.broken import NonDeterministic, icl_case
 from tabzoo.testing.runner import checks_for
 
 CORE = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ from tabzoo.plugins import hookimpl
 
 @hookimpl
 def tabzoo_conformance_cases(register):
-    from tabzoo.testing.broken import icl_case, NoValidation
+    from kit_models.broken import icl_case, NoValidation
     register(icl_case("meta_good"))
     register(icl_case("meta_bad", NoValidation))  # fails only bad_input
 '''
@@ -88,7 +88,9 @@ def _env_with_plugin(tmp_path: Path) -> dict[str, str]:
     import os
 
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    # the fake plugin imports the kit's gallery, which lives beside these tests (not in the wheel)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parent),
+                                         env.get("PYTHONPATH", "")])
     return env
 
 
@@ -135,7 +137,7 @@ from tabzoo.plugins import hookimpl
 @hookimpl
 def tabzoo_conformance_cases(register):
     from tabzoo.testing import ConformanceCase
-    from tabzoo.testing.broken import icl_case
+    from kit_models.broken import icl_case
     register(icl_case("meta_ok2"))
     register(ConformanceCase("meta_few", make_model=lambda s: None, capabilities={"determinism"}))
 '''
@@ -232,3 +234,15 @@ def test_strategies_generate_valid_objects() -> None:
         assert set(db.time_columns) == set(db.table_names)
 
     run()
+
+
+def test_the_broken_model_gallery_is_not_shipped() -> None:
+    """Issue 31: the kit's test fixtures live in tests/kit_models, outside the installed package."""
+    import importlib.util
+
+    import tabzoo.testing
+
+    for name in ("broken", "broken_v2", "broken_rows"):
+        assert importlib.util.find_spec(f"tabzoo.testing.{name}") is None, name
+    shipped = Path(tabzoo.testing.__file__).parent
+    assert not any("broken" in p.name for p in shipped.rglob("*.py"))

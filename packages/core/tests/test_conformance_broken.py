@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from tabzoo.masks import context_query, full
-from tabzoo.testing import capabilities as cap
-from tabzoo.testing import check_conformance
-from tabzoo.testing.broken import (
+from kit_models.broken import (
     ContextReadsQuery,
     LosesStateOnSave,
     NonDeterministic,
@@ -25,7 +22,7 @@ from tabzoo.testing.broken import (
     offset_backend,
     wrong_grad_backend,
 )
-from tabzoo.testing.broken_rows import (
+from kit_models.broken_rows import (
     ReadsFuture,
     ReadsMaskedTargets,
     ReadsUnavailableLabels,
@@ -34,6 +31,10 @@ from tabzoo.testing.broken_rows import (
     relational_case,
     rows_case,
 )
+from kit_models.broken_v3 import BROKEN_V3
+from tabzoo.masks import context_query, full
+from tabzoo.testing import capabilities as cap
+from tabzoo.testing import check_conformance
 from tabzoo.testing.checks import CHECKS
 
 
@@ -76,6 +77,7 @@ def test_check_catches_broken_model(make: Callable[[], Any], check: str) -> None
 def test_every_check_has_a_broken_model() -> None:
     caught = {c for _, _, c in BROKEN} | {cap.KERNEL_EQUIVALENCE, cap.LINEAR_IN_FEATURES, cap.LINEAR_IN_SEQUENCE,
                                           cap.BATCH_INDEPENDENCE}  # the last: test_conformance_v2
+    caught |= set(BROKEN_V3)  # kit v3's gallery: test_conformance_v3
     assert caught == set(CHECKS)
 
 

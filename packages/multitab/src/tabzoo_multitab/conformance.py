@@ -16,9 +16,9 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.masks import Mask, context_query
 from tabzoo.testing.case import ConformanceCase
 
+from tabzoo_multitab.capabilities import CAPABILITIES
 from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.model import MultiTabNet
-from tabzoo_multitab.plugin import CAPABILITIES
 
 __all__ = ["CONFIG", "make_case", "make_model", "rows_forward", "row_masks"]
 

@@ -9,16 +9,13 @@ from typing import Any
 
 from tabzoo.plugins import ArchitectureSpec, hookimpl
 
+from tabzoo_multitab.capabilities import CAPABILITIES
+
 DEFAULT_CONFIG: dict[str, Any] = {
     "n_num": 4, "cat_cardinalities": [], "tasks": [["task0", "binary", 2], ["task1", "regression", 0]],
     "d_embed": 16, "n_layers": 2, "n_heads": 4, "row_heads": 4, "ff_mult": 2, "row_ff_mult": 1,
     "mask": "T-/->T", "inter_sample": True, "head_hidden": 32, "dropout": 0.1,
 }
-CAPABILITIES = frozenset({
-    "row_attention", "row_equivariance", "query_equivariance", "query_independence",
-    "no_context_query_leak", "label_leak", "determinism", "checkpoint_roundtrip", "bad_input",
-    "batch_independence",
-})
 
 
 def _build(config: dict[str, Any]) -> Any:

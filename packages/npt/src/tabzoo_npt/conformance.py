@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from tabzoo.testing.case import ConformanceCase
 
+from tabzoo_npt.capabilities import CAPABILITIES
 from tabzoo_npt.model import NPT, build
-from tabzoo_npt.plugin import CAPABILITIES
 
 __all__ = ["make_case", "make_model", "forward", "N_FEATURES", "CONFIG"]
 

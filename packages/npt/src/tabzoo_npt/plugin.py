@@ -9,14 +9,11 @@ from typing import Any
 
 from tabzoo.plugins import ArchitectureSpec, hookimpl
 
+from tabzoo_npt.capabilities import CAPABILITIES
+
 # rows protocol, fixed-context prediction: query rows are isolated (they read context rows and
 # themselves), so besides row equivariance NPT claims query independence, no context<-query
 # leak and context-order invariance; masked targets are never read (label leak).
-CAPABILITIES = frozenset({
-    "row_attention", "row_equivariance", "query_equivariance", "query_independence",
-    "context_order_invariance", "no_context_query_leak", "label_leak", "determinism",
-    "checkpoint_roundtrip", "bad_input",
-})
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", "cardinalities": None}
 
 

@@ -19,9 +19,9 @@ import torch
 from tabzoo.kernels import Cost
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
+from tabzoo_orion_msp.capabilities import CAPABILITIES
 from tabzoo_orion_msp.config import CONFIGS, OrionConfig
 from tabzoo_orion_msp.model import OrionMSP
-from tabzoo_orion_msp.plugin import CAPABILITIES
 
 __all__ = ["make_case", "make_paper_case", "make_model", "context_repr", "row_path"]
 

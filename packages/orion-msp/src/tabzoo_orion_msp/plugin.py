@@ -9,6 +9,8 @@ from typing import Any
 
 from tabzoo.plugins import ArchitectureSpec, hookimpl
 
+from tabzoo_orion_msp.capabilities import CAPABILITIES
+
 # the plugin's config form: a preset plus per-field overrides (None = the preset's value)
 _CONFIG_KEYS = (
     "name", "max_features", "max_classes", "d", "col_inducing", "col_heads", "col_blocks", "col_ff", "scales",
@@ -17,11 +19,6 @@ _CONFIG_KEYS = (
     "icl_ff", "query_sees_query", "temperature",
 )
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-CAPABILITIES = frozenset({
-    "in_context", "context_order_invariance", "query_equivariance", "query_independence",
-    "no_context_query_leak", "label_leak", "determinism", "checkpoint_roundtrip", "bad_input",
-    "linear_in_features",
-})
 
 
 def _build(config: dict[str, Any]) -> Any:

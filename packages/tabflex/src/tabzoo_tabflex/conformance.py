@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
+from tabzoo_tabflex.capabilities import CAPABILITIES
 from tabzoo_tabflex.config import CONFIGS
 from tabzoo_tabflex.model import TabFlex
-from tabzoo_tabflex.plugin import CAPABILITIES
 
 __all__ = ["make_case", "make_model", "context_repr", "forward"]
 

@@ -11,15 +11,12 @@ from typing import Any
 
 from tabzoo.plugins import ArchitectureSpec, hookimpl
 
+from tabzoo_tabflex.capabilities import CAPABILITIES
+
 # the plugin's config form: a preset plus per-field overrides (None = the preset's value)
 _CONFIG_KEYS = ("name", "max_features", "max_classes", "d_model", "n_heads", "n_layers", "d_ff", "d_decoder",
                 "dropout", "attention", "train_rows")
 DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-CAPABILITIES = frozenset({
-    "in_context", "context_order_invariance", "query_equivariance", "query_independence",
-    "no_context_query_leak", "label_leak", "determinism", "checkpoint_roundtrip", "bad_input",
-    "linear_in_rows",
-})
 
 
 def _build(config: dict[str, Any]) -> Any:

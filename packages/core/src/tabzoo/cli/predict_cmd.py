@@ -206,21 +206,12 @@ def _with_checkpoint(cls: Any, est: Any, stem: Path, arch: str) -> Any:
     from tabzoo.errors import TabzooInputError
     from tabzoo.estimators.base import InContextEstimator
 
-    if "checkpoint" in est.get_params(deep=False):  # the plugin's own way (e.g. TabFlex, ORION-MSP)
-        return est.set_params(checkpoint=str(stem))
     if not isinstance(est, InContextEstimator):
         raise TabzooInputError(
             f"--checkpoint: the estimator of {arch!r} ({cls.__name__}) trains in fit and takes no "
             "pretrained weights; drop --checkpoint."
         )
-
-    def _load_model(self: Any) -> Any:
-        from tabzoo.checkpoint import load_model
-
-        return load_model(stem, architecture=arch)
-
-    sub = type(cls.__name__, (cls,), {"_load_model": _load_model, "__module__": cls.__module__})
-    return sub(**est.get_params(deep=False))
+    return est.use_checkpoint(stem, architecture=arch)
 
 
 def run(args: argparse.Namespace) -> int:

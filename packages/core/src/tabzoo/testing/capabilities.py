@@ -67,8 +67,20 @@ BAD_INPUT = "bad_input"
 """Every invalid input class raises TabzooInputError with a message naming the fix."""
 BATCH_INDEPENDENCE = "batch_independence"
 """Episodes of one batch do not affect each other: changing episode 1 leaves episode 0 unchanged."""
+FINITE_OUTPUTS = "finite_outputs"
+"""Every output is finite on valid input (a class absent from the context included); declared
+probabilities lie in [0, 1] and sum to 1 over the class axis."""
+MISSING_VALUES = "missing_values"
+"""The forward accepts NaN features (missing values). Claiming it makes the kit put NaN into the
+generated features of every row check (context and query rows), so a leak through imputation
+over all rows (query rows included) fails query independence / no context<-query leak, and
+NaN outputs fail finite_outputs. A marker: it has no check of its own."""
+FEATURE_ORDER_INVARIANCE = "feature_order_invariance"
+"""Permuting the feature columns (the same permutation for every row) leaves every output unchanged
+(the issue's "feature-permutation equivariance": the outputs have no feature axis, so they are
+invariant). Only for models that claim it (set-based feature encoders)."""
 
-MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL})
+MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL, MISSING_VALUES})
 PROPERTIES: tuple[str, ...] = (
     CONTEXT_ORDER_INVARIANCE,
     QUERY_EQUIVARIANCE,
@@ -76,6 +88,7 @@ PROPERTIES: tuple[str, ...] = (
     NO_CONTEXT_QUERY_LEAK,
     LABEL_LEAK,
     ROW_EQUIVARIANCE,
+    FEATURE_ORDER_INVARIANCE,
     TIME_CAUSALITY,
     INPUT_ORDER_INVARIANCE,
     LINEAR_IN_ROWS,
@@ -86,12 +99,14 @@ PROPERTIES: tuple[str, ...] = (
     CHECKPOINT_ROUNDTRIP,
     BAD_INPUT,
     BATCH_INDEPENDENCE,
+    FINITE_OUTPUTS,
 )
 """Every checkable property, in the order the kit runs them."""
 ALL: frozenset[str] = MARKERS | frozenset(PROPERTIES)
 
 UNIVERSAL: frozenset[str] = frozenset(
-    {DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, LABEL_LEAK, NO_CONTEXT_QUERY_LEAK, BATCH_INDEPENDENCE}
+    {DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, LABEL_LEAK, NO_CONTEXT_QUERY_LEAK, BATCH_INDEPENDENCE,
+     FINITE_OUTPUTS}
 )
 """Properties §4 of the design requires of every model: the kit runs them for every case with a
 model, declared or not (the relational protocol has no query rows or episode batches, so there
@@ -114,7 +129,7 @@ IN_CONTEXT_DEFAULTS: frozenset[str] = frozenset(
 """What a strict in-context model (TabPFN-style, query rows read only context) claims."""
 ROW_ATTENTION_DEFAULTS: frozenset[str] = frozenset({ROW_ATTENTION, ROW_EQUIVARIANCE, QUERY_EQUIVARIANCE} | UNIVERSAL)
 RELATIONAL_DEFAULTS: frozenset[str] = frozenset(
-    {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT}
+    {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, FINITE_OUTPUTS}
 )
 
 

@@ -33,6 +33,8 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 
 PROTOCOLS = ("in-context", "rows", "relational")
+OUTPUTS = ("auto", "logits", "probabilities", "values")
+"""What a forward returns along its last axis (``finite_outputs`` checks probabilities further)."""
 STATUSES = ("passed", "failed", "xfail", "skipped", "error")
 MAX_TOL_SCALE = 100.0
 """Upper limit of ``ConformanceCase.tol_scale``: a wider tolerance proves nothing at float32."""
@@ -104,6 +106,14 @@ class ConformanceCase:
         of at least one sentence (reported as ``xfail`` and listed in every summary). A minimum
         capability of the protocol (:data:`~tabzoo.testing.capabilities.MINIMUM`) that the model
         lacks must be listed here.
+    :param outputs: what the forward returns: ``"logits"``, ``"probabilities"`` (the kit checks
+        they lie in [0, 1] and sum to 1 over the last axis), ``"values"`` (regression), or
+        ``"auto"`` (logits when ``n_classes`` > 0, else values). Always checked to be finite.
+    :param factory: ``"module:function"``: how a FRESH process rebuilds this case (the
+        determinism check runs the case again in a child process): ``function(**factory_args)``
+        returns the case or a list of cases (the one of this name is used). Not needed for a case
+        registered through the ``tabzoo_conformance_cases`` hook.
+    :param factory_args: JSON-able keyword arguments of ``factory``.
     :param description: one line for reports.
     :param architecture: the registered :class:`~tabzoo.plugins.ArchitectureSpec` this case
         tests (default: the one named like the case, if any); its capabilities must equal the
@@ -135,6 +145,9 @@ class ConformanceCase:
     tol_scale: float = 1.0
     device: str = "cpu"
     expected_failures: Mapping[str, str] = field(default_factory=dict)
+    outputs: str = "auto"
+    factory: str | None = None
+    factory_args: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     architecture: str | None = None
 
@@ -145,6 +158,8 @@ class ConformanceCase:
             )
         if self.protocol not in PROTOCOLS:
             raise TabzooInputError(f"case {self.name!r}: protocol {self.protocol!r} is not one of {PROTOCOLS}.")
+        if self.outputs not in OUTPUTS:
+            raise TabzooInputError(f"case {self.name!r}: outputs {self.outputs!r} is not one of {OUTPUTS}.")
         if self.dtype not in TOLERANCES:
             raise TabzooInputError(f"case {self.name!r}: dtype {self.dtype!r}; use one of {sorted(TOLERANCES)}.")
         object.__setattr__(self, "capabilities", cap.validate(self.capabilities))

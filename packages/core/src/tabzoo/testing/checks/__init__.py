@@ -12,12 +12,9 @@ from collections.abc import Callable
 
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult
+from tabzoo.testing.checks.determinism import check_determinism
 from tabzoo.testing.checks.kernels import INPUT_GENERATORS, check_kernel_equivalence
-from tabzoo.testing.checks.misc import (
-    check_bad_input,
-    check_checkpoint_roundtrip,
-    check_determinism,
-)
+from tabzoo.testing.checks.misc import check_bad_input, check_checkpoint_roundtrip
 from tabzoo.testing.checks.relational import (
     check_input_order_invariance,
     check_time_causality,
@@ -32,6 +29,7 @@ from tabzoo.testing.checks.rows import (
     check_query_independence,
     check_row_equivariance,
 )
+from tabzoo.testing.checks.sanity import check_feature_order_invariance, check_finite_outputs
 from tabzoo.testing.checks.scaling import (
     MAX_SLOPE,
     LiveBytes,
@@ -51,6 +49,7 @@ CHECKS: dict[str, Check] = {
     cap.NO_CONTEXT_QUERY_LEAK: check_no_context_query_leak,
     cap.LABEL_LEAK: check_label_leak,
     cap.ROW_EQUIVARIANCE: check_row_equivariance,
+    cap.FEATURE_ORDER_INVARIANCE: check_feature_order_invariance,
     cap.TIME_CAUSALITY: check_time_causality,
     cap.INPUT_ORDER_INVARIANCE: check_input_order_invariance,
     cap.LINEAR_IN_ROWS: check_linear_in_rows,
@@ -61,6 +60,7 @@ CHECKS: dict[str, Check] = {
     cap.CHECKPOINT_ROUNDTRIP: check_checkpoint_roundtrip,
     cap.BAD_INPUT: check_bad_input,
     cap.BATCH_INDEPENDENCE: check_batch_independence,
+    cap.FINITE_OUTPUTS: check_finite_outputs,
 }
 assert tuple(CHECKS) == cap.PROPERTIES
 
@@ -74,6 +74,8 @@ __all__ = [
     "check_checkpoint_roundtrip",
     "check_context_order_invariance",
     "check_determinism",
+    "check_feature_order_invariance",
+    "check_finite_outputs",
     "check_input_order_invariance",
     "check_kernel_equivalence",
     "check_label_leak",

@@ -1,6 +1,6 @@
 """Broken models that the first kit passed and kit v2 catches (issue 9), one per class of weakness.
 
-Each is a small variation of :class:`~tabzoo.testing.broken.TinyICL` (or a plain object), as a
+Each is a small variation of :class:`~kit_models.broken.TinyICL` (or a plain object), as a
 third-party author might write it by mistake. The meta-tests in ``tests/test_conformance_v2.py``
 run them; ``benchmarks``-free, seconds each.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from tabzoo.errors import TabzooInputError
 from torch import nn
 
-from tabzoo.errors import TabzooInputError
-from tabzoo.testing.broken import MAX_CLASSES, TinyICL
+from kit_models.broken import MAX_CLASSES, TinyICL
 
 
 # -- 1. evidence the plugin supplies about itself ------------------------------------------
@@ -156,6 +156,7 @@ class WarmsUp(TinyICL):
     3 does not."""
 
     calls: torch.Tensor
+    after = 2
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
@@ -164,7 +165,7 @@ class WarmsUp(TinyICL):
     def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         out = super().forward(x, y_context)
-        return out * 1.01 if int(self.calls) > 2 else out
+        return out * 1.01 if int(self.calls) > self.after else out
 
 
 class ShapeCache(TinyICL):
