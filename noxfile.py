@@ -35,7 +35,8 @@ INTEGRATION_TESTS = {
     ],
     "tabflex": ["packages/tabflex/tests/test_pretraining.py"],
     "orion-msp": ["packages/orion-msp/tests/test_pretraining.py::test_prior_draws_the_widest_tables"],
-    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source"],
+    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source",
+              "packages/ramba/tests/test_ramba_pretraining.py"],
     "root": ["tests"],
 }
 
@@ -67,6 +68,19 @@ def tests(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+@nox.parametrize("package", PACKAGES)
+def tests_random(session: nox.Session, package: str) -> None:
+    """Like ``tests`` but with the "random" hypothesis profile: fresh examples on every run, so
+    it may find new failures (CI's ``tests`` are derandomized and draw the same examples on every
+    machine). Not in the default sessions; run it on purpose: ``uv run nox -s tests_random``."""
+    _sync(session, f"--package={_dist(package)}", "--group=test")
+    session.run(
+        "python", "-m", "pytest", f"packages/{package}/tests", "-q", "-p", "no:cacheprovider",
+        *session.posargs, env={"HYPOTHESIS_PROFILE": "random"},
+    )
+
+
+@nox.session
 def integration(session: nox.Session) -> None:
     """Every workspace package and the dev group in ONE venv (from uv.lock): the cross-package
     tests of INTEGRATION_TESTS (pretraining on tabzoo-priors' priors, ...) and the root tests/.
@@ -81,9 +95,13 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over every package, the benchmarks, the examples and the root tests."""
-    session.install("ruff>=0.6")
+    """ruff over every package, the benchmarks, the examples and the root tests; then the import
+    contracts of .importlinter (the core's floors, no circles, plugins independent), read from the
+    sources: nothing is installed but the two tools."""
+    session.install("ruff>=0.6", "import-linter>=2.10")
     session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
+    sources = os.pathsep.join(str(p) for p in sorted(Path("packages").glob("*/src")))
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": sources})
 
 
 @nox.session(venv_backend="none")

@@ -142,6 +142,22 @@ def discover_tabzoo(task: str, overrides: dict[str, dict[str, Any]],
     return runners, absent
 
 
+def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, Any]]],
+                    settings: dict[str, dict[str, Any]]) -> list[Runner]:
+    """One more runner per ``--variant NAME=ARCH:JSON``: the estimator of ``ARCH`` (as discovered in
+    ``zoo`` for this task) with ``settings[ARCH]`` updated by the variant's kwargs."""
+    out = []
+    for name, (arch, kwargs) in variants.items():
+        base = next((r for r in zoo if r.name == arch), None)
+        if base is None:
+            continue  # this architecture has no estimator for this task
+        mod, _, attr = base.settings["class"].partition(":")
+        cls = getattr(importlib.import_module(mod), attr)
+        merged = {**settings.get(arch, {}), **kwargs}
+        out.append(_tabzoo_runner(name, cls, base.task, merged, base.first_split_only))
+    return out
+
+
 # -- peers ---------------------------------------------------------------------------------------
 def _linear(task: str) -> Callable[..., np.ndarray]:
     from sklearn.compose import ColumnTransformer

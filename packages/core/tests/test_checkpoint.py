@@ -188,13 +188,13 @@ def test_resolve_checkpoint_takes_a_shipped_name_or_a_users_pair(tmp_path: Path)
 def test_read_checkpoint_cached_reads_once_and_again_after_a_rewrite(tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "c", _model(), architecture="mlp", config={"d_in": 4})
     first = read_checkpoint_cached(tmp_path / "c")
-    assert read_checkpoint_cached(tmp_path / "c") is first and first[1] == {"d_in": 4}
+    assert read_checkpoint_cached(tmp_path / "c")[0] is first[0] and first[1] == {"d_in": 4}  # read once
     save_checkpoint(tmp_path / "c2", _model(), architecture="mlp", config={"d_in": 5})
     os.replace(tmp_path / "c2.safetensors", tmp_path / "c.safetensors")
     os.replace(tmp_path / "c2.json", tmp_path / "c.json")
     os.utime(tmp_path / "c.json", (1e9, 2e9))  # a new mtime, whatever the clock's resolution
     again = read_checkpoint_cached(tmp_path / "c")
-    assert again is not first and again[1] == {"d_in": 5}
+    assert again[0] is not first[0] and again[1] == {"d_in": 5}
 
 
 def test_load_weights_refuses_missing_and_unexpected_keys_with_the_callers_error_and_fix() -> None:

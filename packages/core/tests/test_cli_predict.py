@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _icl_testmodel import plugin_env
+from _icl_testmodel import use_plugin_env
 from sklearn.datasets import load_breast_cancer
 from tabzoo.cli import main
 from tabzoo.plugins import reset_registry
@@ -25,12 +25,7 @@ def _split(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    env = plugin_env(tmp_path / "site")
-    for path in reversed(env["PYTHONPATH"].split(":")[:2]):
-        monkeypatch.syspath_prepend(path)
-    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", env["TABZOO_LOAD_PLUGINS"])
-    reset_registry()
-    yield env
+    yield use_plugin_env(tmp_path / "site", monkeypatch)
     reset_registry()
 
 

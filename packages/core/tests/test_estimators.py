@@ -234,3 +234,17 @@ def test_dataframe_feature_names_are_checked() -> None:
     assert list(clf.feature_names_in_) == list(df.columns)
     with pytest.raises(TabzooInputError, match="feature names"):
         clf.predict(df.rename(columns={"f0": "zz"}))
+
+
+def test_use_checkpoint_refuses_another_architecture_at_fit_and_clone_drops_it(tmp_path: Path) -> None:
+    from _icl_testmodel import ARCH
+    from sklearn.base import clone
+    from tabzoo.checkpoint import save_checkpoint
+    from tabzoo.errors import CheckpointError
+
+    X, y = _data()
+    save_checkpoint(tmp_path / "m", build({}), architecture="other", config={})
+    clf = ICLTestClassifier(n_estimators=2, device="cpu").use_checkpoint(tmp_path / "m", architecture=ARCH)
+    with pytest.raises(CheckpointError, match="holds architecture 'other'"):
+        clf.fit(X, y)
+    assert clone(clf).fit(X, y).predict_proba(X[:3]).shape == (3, 3)  # clone: the plugin's own weights

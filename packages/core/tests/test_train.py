@@ -124,6 +124,8 @@ def _run_until(out: Path, cfg: TrainConfig, stop: int) -> None:
         pass
 
     class StoppingPrior(BlobsPrior):
+        name = "BlobsPrior"  # the same prior, only stopped: a resume with BlobsPrior must accept it
+
         def sample(self, batch_size, *, seed, device="cpu"):
             if (out / "latest.json").exists() and json.loads((out / "latest.json").read_text())["step"] >= stop:
                 raise Stop
@@ -291,3 +293,41 @@ def test_resume_with_more_steps_follows_the_longer_cosine(tmp_path: Path) -> Non
     assert sched["_last_lr"][0] == pytest.approx(longer.lr * want(20))
     # between the two ends the lr was above the old run's floor
     assert want(6) > want(20) and want(6) > short.min_lr_ratio
+
+
+class _OwnLoss(torch.nn.Module):
+    """A model with its own objective (``pretrain_loss``) on batches that are not episodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.drop = torch.nn.Linear(3, 1), torch.nn.Dropout(0.2)
+
+    def pretrain_loss(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x, y = batch
+        return ((self.lin(self.drop(x))[:, 0] - y) ** 2).mean()
+
+
+class _PairsPrior:
+    def sample(self, batch_size: int, *, seed: int, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.as_tensor(np.random.default_rng(seed).normal(size=(batch_size, 3)), dtype=torch.float32)
+        return x.to(device), (x @ torch.tensor([1.0, -2.0, 0.5])).to(device)
+
+
+def _own_loss_model() -> _OwnLoss:
+    torch.manual_seed(0)
+    return _OwnLoss()
+
+
+def test_own_loss_models_train_and_stop_after_resumes_exactly(tmp_path: Path) -> None:
+    cfg = TrainConfig(steps=8, checkpoint_every=3, seed=1, workers=0, **FAST)
+    straight = pretrain(_own_loss_model(), _PairsPrior(), config=cfg)
+    assert len(straight.losses) == 8 and straight.losses[-1] < straight.losses[0]
+    part = pretrain(_own_loss_model(), _PairsPrior(), out=tmp_path, config=cfg, stop_after=5)
+    assert part.steps == 5 and load_latest(tmp_path)["step"] == 5  # the stop is checkpointed
+    resumed = pretrain(_own_loss_model(), _PairsPrior(), out=tmp_path, config=cfg, resume=True)
+    assert resumed.resumed_from == 5
+    np.testing.assert_allclose(resumed.losses, straight.losses, rtol=1e-6, atol=1e-7)
+    for a, b in zip(resumed.model.state_dict().values(), straight.model.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b)
+    with pytest.raises(TabzooInputError, match="stop_after"):
+        TrainConfig(stop_after=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,14 @@ from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo_npt.model import NPT, NPTConfig
 from tabzoo_npt.predict import context_indices, predict_cells
-from tabzoo_npt.train import TrainConfig, cell_losses, fit_npt, objective, stratified_batches
+from tabzoo_npt.train import (
+    TrainConfig,
+    cell_losses,
+    fit_npt,
+    lambda_schedule,
+    objective,
+    stratified_batches,
+)
 
 
 def _table(n: int = 60, seed: int = 0) -> np.ndarray:
@@ -88,7 +97,7 @@ def test_early_stopping_restores_the_best_weights() -> None:
     cfg = TrainConfig(steps=200, lr=5e-2, eval_every=5, patience=2, seed=0)
     res = fit_npt(m, data[:60], (3,), cfg, validation=data[60:])
     assert res.val_losses and res.best_step in [s for s, _ in res.val_losses]
-    assert res.best_val == min(v for _, v in res.val_losses)
+    assert res.best_loss == min(v for _, v in res.val_losses)
     if res.stopped_early:
         assert res.steps < 200
 
@@ -149,6 +158,12 @@ def test_prediction_does_not_depend_on_batch_composition() -> None:
     q2 = q.copy()
     q2[:, 3] += 100.0
     assert torch.allclose(predict_cells(m, data[:50], q2, hide), full, atol=1e-6)
+
+
+def test_lambda_schedule_anneals_from_features_to_targets() -> None:
+    assert lambda_schedule(0, 10) == 1.0 and lambda_schedule(10, 10) == pytest.approx(0.0, abs=1e-12)
+    assert lambda_schedule(5, 10) == pytest.approx(0.5)
+    assert lambda_schedule(3, 10) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.3)))
 
 
 def test_fixed_context_is_seeded() -> None:

@@ -9,8 +9,6 @@ learned scalar initialised at 0, so the memory starts as the identity.
 
 from __future__ import annotations
 
-import time
-
 import torch
 from tabzoo_orion_msp.config import CONFIGS
 from tabzoo_orion_msp.model import OrionMSP
@@ -56,7 +54,6 @@ def test_a_few_dozen_steps_learn_an_in_context_task() -> None:
     Measured: the ungated model stayed at 0.696-0.698 over 80 such steps (seeds 0 and 1); the
     gated one reaches ~0.18 after 60 (~0.13 after 80).
     """
-    t0 = time.perf_counter()
     torch.manual_seed(0)
     model = OrionMSP("tiny")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -78,7 +75,6 @@ def test_a_few_dozen_steps_learn_an_in_context_task() -> None:
         p = model(x, y[:, :64].float())[..., :2].softmax(-1)[..., 1]
         q = model(x, 1 - y[:, :64].float())[..., :2].softmax(-1)[..., 1]
     assert float(((p > 0.5) != (q > 0.5)).float().mean()) > 0.8
-    assert time.perf_counter() - t0 < 30  # ~5 s on an idle core; generous for a loaded CI machine
 
 
 def test_the_conformance_model_exercises_the_memory() -> None:

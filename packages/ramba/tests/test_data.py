@@ -28,6 +28,20 @@ def test_sqlite_file_and_dataframes_give_the_same_predictions(tmp_path) -> None:
     torch.testing.assert_close(forward(model, from_frames, seeds), base, rtol=1e-5, atol=1e-6)
 
 
+def test_column_horizons_default_to_the_label_and_name_hidden_columns() -> None:
+    task = RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden=("amount", "express"))
+    assert task.horizon_of("amount") == task.horizon_of("label") == 60.0
+    own = RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden=("amount", "express"),
+                         column_horizons={"amount": 600.0, "express": 0.0})
+    assert (own.horizon_of("amount"), own.horizon_of("express"), own.horizon_of("label")) == (600.0, 0.0, 60.0)
+    assert hash(own) == hash(RelationalTask("orders", "label", "regression", horizon_s=60.0, hidden=("amount", "express"),
+                                            column_horizons=[("express", 0.0), ("amount", 600.0)]))
+    with pytest.raises(TabzooInputError, match="hidden columns"):
+        RelationalTask("orders", "label", "regression", horizon_s=60.0, column_horizons={"label": 30.0})
+    with pytest.raises(TabzooInputError, match="finite horizon"):
+        RelationalTask("orders", "label", "regression", hidden=("amount",), column_horizons={"amount": -1.0})
+
+
 def test_temporal_split_is_causal_and_disjoint() -> None:
     db, _ = shop_database(1, n_orders=60)
     times = to_seconds(db.table("orders").column("time"))

@@ -161,6 +161,29 @@ def test_seed_target_and_unavailable_labels_are_masked() -> None:
     assert seq.state[seq.target_pos] == MASKED and seq.row[seq.target_pos] == 0
 
 
+def test_hidden_columns_follow_their_own_later_horizon() -> None:
+    """A target known after 1 day with an outcome column known after 5: between the two, the
+    label of an earlier row is read and its outcome column is still masked."""
+    from tabzoo_ramba.serialize import OBSERVED, TargetSpec
+
+    target = TargetSpec("orders", "label", 86400.0, ("amount",), {"amount": 5 * 86400.0})
+    db, seeds = shop_database(3)
+    idx = graph_index(db)
+    t = int(to_seconds(seeds[-1][2]))
+    sub = sample_subgraph(idx, *seeds[-1], lookback_s=1e9, config=SamplerConfig(n_child=50, max_rows=200))
+    seq = serialize(db, idx, sub, ColumnStats.fit(db, idx, t, target), target)
+    otimes = to_seconds(db.table("orders").column("time"))
+    seen = set()
+    for name, horizon in (("orders : label", 86400), ("orders : amount", 5 * 86400)):
+        col = seq.schema.index(name)
+        for pos in np.flatnonzero((seq.col == col) & (seq.row >= 0)):
+            r = sub.nodes[seq.row[pos]][1]
+            hidden = seq.row[pos] == 0 or otimes[r] + horizon > t
+            assert (seq.state[pos] == MASKED) == hidden
+            seen.add((name, bool(seq.state[pos] == OBSERVED)))
+    assert ("orders : amount", True) in seen and ("orders : label", True) in seen
+
+
 def test_stats_use_only_data_before_cutoff() -> None:
     db, seeds = shop_database(5)
     idx = graph_index(db)

@@ -39,3 +39,37 @@ class KernelNotSupportedError(TabzooError, RuntimeError):
 
 class CheckpointError(TabzooError, OSError):
     """A checkpoint is missing, truncated, corrupt or of another architecture."""
+
+
+class MemoryLimitError(TabzooInputError, MemoryError):
+    """An estimator's estimated peak memory for this input exceeds the limit; the message gives
+    the estimate, the limit and the fix (fewer rows or features, a smaller chunk, or a higher
+    ``memory_limit``)."""
+
+
+_NOT_FITTED: type | None = None
+
+
+def _not_fitted_error() -> type:
+    """``NotFittedError``: a :class:`TabzooInputError` that is also scikit-learn's
+    ``sklearn.exceptions.NotFittedError`` (an ``AttributeError`` where scikit-learn is not
+    installed). Built on first use, so importing :mod:`tabzoo.errors` never imports scikit-learn."""
+    global _NOT_FITTED
+    if _NOT_FITTED is None:
+        try:
+            from sklearn.exceptions import NotFittedError as base
+        except ImportError:  # pragma: no cover - only without the sklearn extra
+            base = AttributeError  # type: ignore[misc,assignment]
+
+        class NotFittedError(TabzooInputError, base):  # type: ignore[valid-type,misc]
+            """The estimator is not fitted yet: the message says to call ``fit`` (or ``load``)."""
+
+        NotFittedError.__module__ = __name__
+        _NOT_FITTED = NotFittedError
+    return _NOT_FITTED
+
+
+def __getattr__(name: str) -> type:
+    if name == "NotFittedError":
+        return _not_fitted_error()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,11 +19,15 @@ import torch
 from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
+from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
+from tabzoo.estimators.scaling import unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,
     check_is_fitted,
+    check_label_types,
     check_n_features_and_names,
+    check_params,
 )
 
 from tabzoo_multitab.baselines import BASELINES
@@ -129,7 +133,14 @@ class MultiTabEstimator(BaseEstimator):
         names = [str(c) for c in y.columns] if hasattr(y, "columns") else None
         if hasattr(y, "to_numpy"):
             y = y.to_numpy()
+        if not isinstance(y, np.ndarray):  # a list: numpy would turn ["a", 1] into strings
+            raw = np.asarray(y, dtype=object)
+            for col in (raw.T if raw.ndim == 2 else [raw]):
+                check_label_types(col)
         Y = np.asarray(y)
+        if Y.dtype.kind == "O":
+            for col in (Y.T if Y.ndim == 2 else [Y]):
+                check_label_types(col)
         single = Y.ndim == 1
         if single:
             Y = Y[:, None]
@@ -154,6 +165,26 @@ class MultiTabEstimator(BaseEstimator):
         return BASELINES[self.architecture](enc.n_num, enc.cardinalities, tasks, d_embed=self.d_embed,
                                             hidden=tuple(self.hidden), dropout=self.dropout)
 
+    def _check_memory(self, n_train: int, n_rows: int) -> None:
+        """Refuse before building when the estimated peak of fit or predict exceeds the limit
+        (:mod:`tabzoo.estimators.memory`). MultiTab-Net's row attention and heads see all
+        ``tokens * d_embed`` values of a row, so its parameters grow with the square of the column
+        count: this check is its width limit."""
+        params = parameter_count(self._build)
+        tokens = self.encoder_.n_num + len(self.encoder_.cardinalities) + len(self.tasks_)
+        d, layers, heads = int(self.d_embed), int(self.n_layers), int(self.n_heads) + int(self.row_heads)
+        ctx = int(self.n_context) if self.architecture == "multitab" else 0
+
+        def acts(rows: int) -> float:  # per layer: token states, feed-forward, attention maps
+            return layers * (rows * tokens * d * (int(self.ff_mult) + 6) + heads * rows * tokens * tokens
+                             + heads * tokens * rows * rows)
+
+        batch = self._batch_size(n_train) + ctx
+        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, 512) + ctx)))
+        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (the parameters grow with the "
+                     "square of the column count), a smaller d_embed, n_layers, batch_size or n_context",
+                     device=self.device_, detail=f"{params:,} parameters for {tokens} tokens x d_embed {d}")
+
     def _batch_size(self, n_train: int) -> int:
         """The minibatch size for ``n_train`` training rows (``batch_size="auto"``: see the class doc)."""
         if self.batch_size == "auto":
@@ -173,6 +204,11 @@ class MultiTabEstimator(BaseEstimator):
         :param eval_set: ``(X_val, y_val)`` for early stopping instead of holding out
             ``val_fraction`` of the training rows.
         """
+        check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "head_hidden",
+                                         "n_context", "max_epochs", "patience"),
+                     positive=("lr",), nonnegative=("weight_decay",), fraction=("dropout", "val_fraction"))
+        self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing
+        resolve_device(self.device)
         X = check_input_array(X)
         if X.shape[0] < 2:
             raise TabzooInputError(
@@ -205,6 +241,7 @@ class MultiTabEstimator(BaseEstimator):
             if Yv.shape[1] != Y.shape[1]:
                 raise TabzooInputError(f"eval_set has {Yv.shape[1]} targets, y has {Y.shape[1]}; pass the same targets.")
             val = self._data(Xv, self.target_encoder_.transform(Yv))
+        self._check_memory(len(train), n)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.random_state)
             self.model_ = self._build().to(self.device_)
@@ -214,7 +251,7 @@ class MultiTabEstimator(BaseEstimator):
             batch_size=self._batch_size(len(train)), lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
             seed=self.random_state, context=self.context_, progress=self.progress, monitor=self.early_stopping,
         )
-        self.n_epochs_ = self.fit_result_.epochs_run
+        self.n_epochs_ = self.fit_result_.epochs
         held_out = val if val is not None and len(val) else None
         self.temperatures_ = (fit_temperatures(self.model_, held_out, self.tasks_, self.context_)
                               if self.calibration == "temperature" and held_out is not None
@@ -236,7 +273,7 @@ class MultiTabEstimator(BaseEstimator):
         outs = self._outputs(X)
         for j, (t, (mu, sd)) in enumerate(zip(self.tasks_, self.target_encoder_.stats, strict=True)):
             if t.kind == "regression":
-                outs[j] = outs[j] * sd + mu
+                outs[j] = unstandardize(outs[j], mu, sd)
         return outs
 
     @available_if(_has_classification)

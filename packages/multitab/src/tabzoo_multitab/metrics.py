@@ -2,7 +2,8 @@
 
 Classification tasks use ROC AUC (binary; multiclass: macro one-vs-rest), regression tasks
 explained variance (EV), as in the paper; both are "higher is better". Lower-is-better metrics
-(``mse``, ``mae``) are available and carry their direction into Δm.
+(``mse``, ``mae``) are available and carry their direction into Δm. ROC-AUC and EV themselves are
+the core's (:mod:`tabzoo.metrics`), re-exported here.
 """
 
 from __future__ import annotations
@@ -11,43 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import explained_variance, roc_auc
 
 __all__ = ["roc_auc", "explained_variance", "task_metric", "delta_m", "LOWER_IS_BETTER", "default_metric"]
 
 #: metric name -> True when a lower value is better (``l_i = 1`` in eq. 5)
 LOWER_IS_BETTER = {"auc": False, "ev": False, "accuracy": False, "mse": True, "mae": True}
-
-
-def _rankdata(a: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based), ties share their mean rank."""
-    order = np.argsort(a, kind="mergesort")
-    s = a[order]
-    ranks = np.empty(len(a), dtype=np.float64)
-    i = 0
-    while i < len(a):
-        j = i
-        while j + 1 < len(a) and s[j + 1] == s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
-
-
-def roc_auc(y_true: np.ndarray, score: np.ndarray) -> float:
-    """Binary ROC AUC (Mann-Whitney U with tie correction); ``nan`` if only one class is present."""
-    y = np.asarray(y_true).astype(bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    r = _rankdata(np.asarray(score, dtype=np.float64))
-    return float((r[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def explained_variance(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """``1 - Var(y - ŷ) / Var(y)``."""
-    y, p = np.asarray(y_true, np.float64), np.asarray(y_pred, np.float64)
-    var = y.var()
-    return float(1.0 - (y - p).var() / var) if var > 0 else float("nan")
 
 
 def default_metric(kind: str) -> str:

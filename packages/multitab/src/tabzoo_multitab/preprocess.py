@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.scaling import finite_mean_std
 
 from tabzoo_multitab.config import TaskSpec
 
@@ -72,11 +73,8 @@ class FeatureEncoder:
             if num is not None:
                 if np.isinf(num).any():
                     raise TabzooInputError("X contains infinity; replace it by NaN (missing) or a finite value.")
-                finite = num[np.isfinite(num)]
-                mu = float(finite.mean()) if finite.size else 0.0
-                sd = float(finite.std()) if finite.size else 1.0
                 self.kinds.append("num")
-                self.stats.append((mu, sd if sd > 1e-12 else 1.0))
+                self.stats.append(finite_mean_std(num))  # no overflow for values near 1e308
             else:
                 _check_hashable(col)
                 seen = sorted({v for v in col if not _missing(v)}, key=lambda v: (type(v).__name__, str(v)))
@@ -107,7 +105,8 @@ class FeatureEncoder:
                 if np.isinf(num).any():
                     raise TabzooInputError("X contains infinity; replace it by NaN (missing) or a finite value.")
                 mu, sd = self.stats[si]
-                nums.append(np.clip((num - mu) / sd, -10, 10))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    nums.append(np.clip((num - mu) / sd, -10, 10))
                 si += 1
             else:
                 lookup = self.categories[ci]
@@ -136,10 +135,9 @@ class TargetEncoder:
                 kind = "regression" if col.dtype.kind == "f" else "classification"
             if kind == "regression":
                 v = self._float(col, names[j])
-                sd = float(v.std())
                 self.tasks.append(TaskSpec(names[j], "regression"))
                 self.classes.append(None)
-                self.stats.append((float(v.mean()), sd if sd > 1e-12 else 1.0))
+                self.stats.append(finite_mean_std(v))  # no overflow for targets near 1e308
                 continue
             if kind not in ("classification", "binary", "multiclass"):
                 raise TabzooInputError(f"task type {kind!r} of target {names[j]!r}: use 'auto', 'binary', 'multiclass', 'classification' or 'regression'.")
@@ -169,7 +167,8 @@ class TargetEncoder:
         out = np.empty(Y.shape, dtype=np.float32)
         for j, (t, cls, (mu, sd)) in enumerate(zip(self.tasks, self.classes, self.stats, strict=True)):
             if cls is None:
-                out[:, j] = (self._float(Y[:, j], t.name) - mu) / sd
+                with np.errstate(over="ignore"):
+                    out[:, j] = np.clip((self._float(Y[:, j], t.name) - mu) / sd, -1e30, 1e30)
             else:
                 idx = np.searchsorted(cls, Y[:, j])
                 idx = np.clip(idx, 0, len(cls) - 1)

@@ -1,5 +1,5 @@
-"""Training with early stopping on the validation loss (or the mean per-task validation metric),
-and post-hoc temperature scaling of the classification heads (shared by every model).
+"""Training through the core loop (:func:`tabzoo.train.fit.fit`) with early stopping on the
+validation loss (or the mean per-task validation metric), and post-hoc temperature scaling of the classification heads (shared by every model).
 
 Models map ``(x_num [N, F_num], x_cat [N, F_cat] | None)`` to ``[N, sum(n_out)]`` and offer
 ``predict(x_num, x_cat, context)``; MultiTab-Net reads each minibatch as one set of rows
@@ -8,26 +8,23 @@ Models map ``(x_num [N, F_num], x_cat [N, F_cat] | None)`` to ``[N, sum(n_out)]`
 
 from __future__ import annotations
 
-import copy
-import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
+from tabzoo.train.fit import Evaluation, FitConfig, FitResult, fit
 
 from tabzoo_multitab.config import TaskSpec
 from tabzoo_multitab.losses import multitask_loss
 from tabzoo_multitab.metrics import task_metric
 
-__all__ = ["TaskData", "FitResult", "fit_model", "evaluate", "fit_temperatures", "select_context", "progress_bar"]
+__all__ = ["TaskData", "MultiTaskFit", "fit_model", "evaluate", "fit_temperatures", "select_context"]
 
 MONITORS = ("loss", "metric")
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,29 +46,6 @@ class TaskData:
     def to(self, device: torch.device) -> TaskData:
         return TaskData(self.x_num.to(device), self.x_cat.to(device) if self.x_cat is not None else None,
                         self.y.to(device) if self.y is not None else None)
-
-
-@dataclass
-class FitResult:
-    """What :func:`fit_model` did: best epoch (0-based), its score (minus the validation loss, or the
-    mean validation metric, as monitored), per-epoch history."""
-
-    best_epoch: int = -1
-    best_score: float = -math.inf
-    epochs_run: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-
-def progress_bar(iterable: Any, enabled: bool, **kw: Any) -> Any:
-    """A tqdm bar when ``enabled`` and tqdm is installed; the plain iterable otherwise."""
-    if not enabled:
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is in the sklearn extra
-        log.info("tqdm is not installed; no progress bar (pip install 'tabzoo-core[progress]')")
-        return iterable
-    return tqdm(iterable, **kw)
 
 
 def select_context(train: TaskData, n_context: int, seed: int) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -169,19 +143,51 @@ def _mean(xs: Sequence[float]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+class MultiTaskFit:
+    """MultiTab's side of the core loop (:func:`tabzoo.train.fit.fit`): each epoch a seeded
+    shuffle of the training rows cut into minibatches, and the weighted multitask loss."""
+
+    def __init__(self, tasks: Sequence[TaskSpec], train: TaskData, batch_size: int, seed: int,
+                 task_weights: Sequence[float] | None = None) -> None:
+        self.tasks, self.train, self.batch_size, self.task_weights = tasks, train, batch_size, task_weights
+        self.g = torch.Generator().manual_seed(int(seed))
+
+    def batches(self, epoch: int) -> Iterator[TaskData]:
+        """``ceil(N / batch_size)`` minibatches of a fresh permutation of the training rows."""
+        n = len(self.train)
+        perm = torch.randperm(n, generator=self.g).to(self.train.x_num.device)
+        for b in range(max(1, math.ceil(n / self.batch_size))):
+            yield self.train.rows(perm[b * self.batch_size:(b + 1) * self.batch_size])
+
+    def loss(self, model: torch.nn.Module, batch: TaskData, step: int) -> torch.Tensor:
+        assert batch.y is not None
+        out = model(batch.x_num, batch.x_cat)
+        parts = list(torch.split(out, [t.n_out for t in self.tasks], dim=-1))
+        return multitask_loss(parts, batch.y, self.tasks, self.task_weights)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"g": self.g.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.g.set_state(state["g"])
+
+
 def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData, val: TaskData | None, *,
               task_weights: Sequence[float] | None = None, max_epochs: int = 100, batch_size: int = 256,
               lr: float = 1e-3, weight_decay: float = 1e-5, patience: int = 10, seed: int = 0,
               context: Any = None, progress: bool = False, grad_clip: float = 1.0,
               monitor: str = "loss") -> FitResult:
-    """Adam with weight decay; after each epoch, the validation score: ``monitor="loss"`` = minus
-    the validation loss (the training loss on the held-out rows: it rewards calibrated
-    probabilities), ``"metric"`` = the mean per-task metric (AUC / EV, blind to calibration); stop
-    after ``patience`` epochs without improvement and restore the best weights. Without ``val`` it
-    trains ``max_epochs`` epochs.
+    """Adam with weight decay, through the core loop; after each epoch, the validation score:
+    ``monitor="loss"`` = the validation loss (the training loss on the held-out rows: it rewards
+    calibrated probabilities), ``"metric"`` = the mean per-task metric (AUC / EV, blind to
+    calibration); stop after ``patience`` epochs without improvement and restore the best
+    weights. Without ``val`` it trains ``max_epochs`` epochs.
+
+    The result's ``history`` holds per epoch ``train_loss`` and, with ``val``, ``val_loss``,
+    ``val_metrics`` (per task) and ``val_mean``; ``best_epoch`` is 0-based.
 
     Deterministic for ``seed``: shuffling and dropout draw from seeded generators; the caller's
-    global RNG state is restored afterwards.
+    global RNG state is left untouched.
     """
     if train.y is None or len(train) < 1:
         raise TabzooInputError("fit needs at least one labelled training row.")
@@ -189,51 +195,16 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
         raise TabzooInputError(f"early stopping monitors one of {MONITORS}, got {monitor!r}.")
     if max_epochs < 1 or batch_size < 1 or patience < 1:
         raise TabzooInputError(f"max_epochs, batch_size and patience must be >= 1, got {max_epochs}, {batch_size}, {patience}.")
-    result = FitResult()
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    g = torch.Generator().manual_seed(int(seed))
-    best_state: dict[str, torch.Tensor] | None = None
-    n = len(train)
-    n_batches = max(1, math.ceil(n / batch_size))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        bar = progress_bar(range(max_epochs), progress, desc=type(model).__name__, unit="epoch", leave=False)
-        for epoch in bar:
-            model.train()
-            perm = torch.randperm(n, generator=g).to(train.x_num.device)
-            total = 0.0
-            for b in range(n_batches):
-                batch = train.rows(perm[b * batch_size:(b + 1) * batch_size])
-                assert batch.y is not None
-                out = model(batch.x_num, batch.x_cat)
-                parts = list(torch.split(out, [t.n_out for t in tasks], dim=-1))
-                loss = multitask_loss(parts, batch.y, tasks, task_weights)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if grad_clip:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-                opt.step()
-                total += float(loss.detach())
-            entry: dict[str, Any] = {"epoch": epoch, "train_loss": total / n_batches}
-            result.epochs_run = epoch + 1
-            if val is None or len(val) == 0:
-                result.history.append(entry)
-                continue
-            scores = evaluate(model, val, tasks, context)
-            entry["val_metrics"], entry["val_mean"] = scores, _mean(scores)
-            entry["val_loss"] = validation_loss(model, val, tasks, context, task_weights)
-            result.history.append(entry)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{entry['train_loss']:.3f}", val=f"{entry['val_loss']:.4f}")
-            score = -entry["val_loss"] if monitor == "loss" else entry["val_mean"]
-            score = score if score == score else -math.inf
-            if result.best_epoch < 0 or score > result.best_score:
-                result.best_epoch, result.best_score = epoch, score
-                best_state = copy.deepcopy(model.state_dict())
-            elif epoch - result.best_epoch >= patience:
-                log.info("early stop at epoch %d (best %d: %.4f)", epoch, result.best_epoch, result.best_score)
-                break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    return result
+    cfg = FitConfig(max_epochs=max_epochs, optimizer="adam", lr=lr, weight_decay=weight_decay, clip_norm=grad_clip,
+                    patience=patience, seed=seed, progress=progress, desc=type(model).__name__)
+    validate = None
+    if val is not None and len(val):
+        held_out = val
+
+        def validate(m: torch.nn.Module) -> Evaluation:
+            scores = evaluate(m, held_out, tasks, context)
+            mean, loss = _mean(scores), validation_loss(m, held_out, tasks, context, task_weights)
+            details = {"val_metrics": scores, "val_mean": mean, "val_loss": loss}
+            return Evaluation(loss if monitor == "loss" else -mean, details)
+
+    return fit(model, MultiTaskFit(tasks, train, batch_size, seed, task_weights), cfg, validate=validate)

@@ -16,7 +16,6 @@ _LAZY = {
     "NPT": "model", "NPTConfig": "model", "build": "model", "PRESETS": "model",
     "TrainConfig": "train", "fit_npt": "train", "stratified_batches": "train",
     "predict_cells": "predict", "context_indices": "predict",
-    "Lamb": "optim", "Lookahead": "optim",
     "stochastic_mask": "masking",
     "NPTClassifier": "estimators", "NPTRegressor": "estimators", "NPTImputer": "estimators",
     "corruption_test": "diagnostics", "CorruptionReport": "diagnostics",

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.base import resolve_device
+from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
+from tabzoo.estimators.scaling import standardize_targets, unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
     ClassifierMixin,
@@ -23,14 +25,16 @@ from tabzoo.estimators.sk import (
     check_input_array,
     check_is_fitted,
     check_n_features_and_names,
+    check_params,
     classification_labels,
     require_y,
 )
+from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
 from tabzoo_npt.model import NPT, PRESETS, NPTConfig
 from tabzoo_npt.predict import predict_cells
-from tabzoo_npt.train import TrainConfig, TrainResult, fit_npt
+from tabzoo_npt.train import TrainConfig, fit_npt
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
 logger = logging.getLogger("tabzoo_npt")
@@ -77,7 +81,7 @@ class _NPTBase(BaseEstimator):
                            patience=int(self.patience), context_size=int(self.context_size), mode=self.mode,
                            progress=bool(self.progress), seed=int(self.random_state or 0))
 
-    def _build_model(self, cardinalities: tuple[int, ...]) -> NPT:
+    def _config(self, cardinalities: tuple[int, ...]) -> NPTConfig:
         if self.preset not in PRESETS:
             raise TabzooInputError(f"preset={self.preset!r} is unknown; use one of {sorted(PRESETS)}.")
         cfg = dict(PRESETS[self.preset])
@@ -87,19 +91,44 @@ class _NPTBase(BaseEstimator):
         while (len(cardinalities) * int(cfg["dim"])) % heads:
             heads -= 1
         cfg["n_heads"] = heads
+        return NPTConfig(cardinalities=cardinalities, **cfg)
+
+    def _check_memory(self, cardinalities: tuple[int, ...], n_rows: int) -> None:
+        """Refuse before building when the estimated peak of fit or predict exceeds the limit
+        (:mod:`tabzoo.estimators.memory`). NPT's ABD attention mixes whole rows of
+        ``cells * dim`` values, so its parameters grow with the square of the cell count: this
+        check is its width limit (about 300 features fit in 8 GB with the "small" preset)."""
+        cfg = self._config(cardinalities)
+        params = parameter_count(lambda: NPT(cfg))
+        c, e, layers, heads = len(cardinalities), cfg.dim, cfg.n_layers, cfg.n_heads
+
+        def acts(rows: int) -> float:  # kept per layer: hidden states, feed-forward, attention maps
+            return layers * (rows * c * e * (cfg.ff_mult + 6) + heads * rows * rows + heads * rows * c * c)
+
+        batch = min(int(self.batch_size), n_rows)
+        query = min(int(self.context_size), n_rows) + int(self.chunk_size)
+        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(query)))
+        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (NPT's parameters grow with the "
+                     "square of the column count), a smaller dim, batch_size, context_size or chunk_size",
+                     device=resolve_device(self.device),
+                     detail=f"{params:,} parameters for {c} columns x dim {e}; batch {batch} rows")
+
+    def _build_model(self, cardinalities: tuple[int, ...]) -> NPT:
+        cfg = self._config(cardinalities)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(self.random_state or 0))
-            model = NPT(NPTConfig(cardinalities=cardinalities, **cfg))
+            model = NPT(cfg)
         return model.to(resolve_device(self.device))
 
     def _fit_table(self, X: Any, target_cells: np.ndarray, target_cards: tuple[int, ...],
-                   X_unlabeled: Any, strata: np.ndarray | None) -> TrainResult:
+                   X_unlabeled: Any, strata: np.ndarray | None) -> FitResult:
         """Encode ``X``, append ``target_cells [n, t]``, split validation rows, train."""
         self.encoder_ = TableEncoder().fit(X)
         xv = self.encoder_.transform(X)
         values = np.concatenate([xv, target_cells.astype(np.float32)], axis=1)
         d_x = xv.shape[1]
         self.targets_ = tuple(range(d_x, d_x + target_cells.shape[1]))
+        self._check_memory(self.encoder_.cardinalities + target_cards, len(values))
         self.model_ = self._build_model(self.encoder_.cardinalities + target_cards)
         unlabeled = None
         if X_unlabeled is not None:
@@ -150,7 +179,16 @@ class _NPTBase(BaseEstimator):
                              seed=int(self.random_state or 0), chunk_size=int(self.chunk_size),
                              attention=attention, context_hide=context_hide)
 
+    def _check_params(self) -> None:
+        """Every numeric argument and the device, before anything is built."""
+        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every",
+                                         "patience", "context_size", "chunk_size"),
+                     positive=("lr",), fraction=("dropout", "validation_fraction"),
+                     unit=("flat_fraction", "p_feature", "p_target"))
+        resolve_device(self.device)
+
     def _validate_fit_input(self, X: Any, y: Any) -> Any:
+        self._check_params()
         require_y(self, y)
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
@@ -212,15 +250,13 @@ class NPTRegressor(RegressorMixin, _NPTBase):
             raise TabzooInputError(f"X has {X.shape[0]} rows but y has {len(y2)}; pass one target row per row.")
         if not np.isfinite(y2).all():
             raise TabzooInputError("y contains NaN or inf; drop those rows or impute the target before fit.")
-        self.y_mean_, self.y_std_ = y2.mean(axis=0), y2.std(axis=0)
-        self.y_std_ = np.where(self.y_std_ > 1e-12, self.y_std_, 1.0)
-        z = (y2 - self.y_mean_) / self.y_std_
+        self.y_mean_, self.y_std_, z = standardize_targets(y2)  # finite for targets of any scale
         self._fit_table(X, z, (0,) * y2.shape[1], X_unlabeled, None)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         logits = self._predict_logits(X)[:, list(self.targets_), 0].double().numpy()
-        pred = logits * self.y_std_ + self.y_mean_
+        pred = unstandardize(logits, self.y_mean_, self.y_std_)
         return pred if self._multi else pred[:, 0]
 
 
@@ -249,11 +285,13 @@ class NPTImputer(TransformerMixin, _NPTBase):
         return tags
 
     def fit(self, X: Any, y: Any = None) -> NPTImputer:
+        self._check_params()
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
         self.encoder_ = TableEncoder().fit(X)
         values = self.encoder_.transform(X)
         self.targets_ = ()
+        self._check_memory(self.encoder_.cardinalities, len(values))
         self.model_ = self._build_model(self.encoder_.cardinalities)
         self.history_ = fit_npt(self.model_, values, (), self._train_config())
         self.context_ = values

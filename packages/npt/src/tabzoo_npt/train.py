@@ -6,6 +6,8 @@ selected cells randomised), and minimises ``lam * L_features + (1 - lam) * L_tar
 term averaged over its own selected cells, with ``lam`` cosine-annealed from 1 to 0. LAMB with
 Lookahead, a flat-then-cosine learning rate, gradient clipping at 1. Early stopping on the
 target loss of a validation split, predicted with the fixed context of training rows.
+The loop itself (optimiser, schedule, clipping, early stopping, progress, seeds) is the core's
+:func:`tabzoo.train.fit.fit`; this module supplies NPT's batches and objective (:class:`NPTTask`).
 
 Modes: ``"inductive"`` (default) trains on the labeled rows only, and rows whose target is
 hidden are isolated as at prediction time; ``"semi_supervised"`` and ``"transductive"`` add
@@ -14,22 +16,23 @@ hidden are isolated as at prediction time; ``"semi_supervised"`` and ``"transduc
 
 from __future__ import annotations
 
-import copy
 import logging
-import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
+from tabzoo.train.fit import FitConfig, FitResult, fit
+from tabzoo.train.optim import flat_then_cosine
 
 from tabzoo_npt.masking import randomise, stochastic_mask
 from tabzoo_npt.model import NPT
-from tabzoo_npt.optim import Lamb, Lookahead, flat_then_cosine, lambda_schedule
 from tabzoo_npt.predict import predict_cells
 
-__all__ = ["TrainConfig", "TrainResult", "cell_losses", "objective", "stratified_batches", "fit_npt", "MODES"]
+__all__ = ["TrainConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
+           "MODES"]
 
 logger = logging.getLogger("tabzoo_npt")
 MODES = ("inductive", "semi_supervised", "transductive")
@@ -37,7 +40,8 @@ MODES = ("inductive", "semi_supervised", "transductive")
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings (NPT-Base defaults; see appendix C.1.1)."""
+    """NPT's training settings (NPT-Base defaults; see appendix C.1.1); :meth:`fit_config` gives
+    the core loop's part of them."""
 
     steps: int = 1000
     lr: float = 1e-3
@@ -67,16 +71,18 @@ class TrainConfig:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise TabzooInputError(f"{name}={getattr(self, name)} must lie in [0, 1].")
 
+    def fit_config(self) -> FitConfig:
+        """LAMB + Lookahead, flat-then-cosine over ``steps``, clipping, validation every ``eval_every`` steps."""
+        return FitConfig(max_steps=self.steps, optimizer="lamb", lr=self.lr, weight_decay=self.weight_decay,
+                         lookahead_k=self.lookahead_k, lookahead_alpha=self.lookahead_alpha, schedule="flat_cosine",
+                         flat_fraction=self.flat_fraction, clip_norm=self.clip, eval_every=self.eval_every,
+                         patience=self.patience, min_delta=1e-6, seed=self.seed, progress=self.progress,
+                         desc="npt fit")
 
-@dataclass
-class TrainResult:
-    steps: int = 0
-    best_step: int = 0
-    best_val: float = float("inf")
-    losses: list[float] = field(default_factory=list)
-    val_losses: list[tuple[int, float]] = field(default_factory=list)
-    seconds: float = 0.0
-    stopped_early: bool = False
+
+def lambda_schedule(step: int, total: int) -> float:
+    """Loss trade-off: cosine from 1 (all feature loss) at step 0 to 0 (all target loss) at ``total``."""
+    return flat_then_cosine(step, total, 0.0) if total > 0 else 0.0
 
 
 def cell_losses(logits: torch.Tensor, values: torch.Tensor, cards: torch.Tensor) -> torch.Tensor:
@@ -124,15 +130,56 @@ def stratified_batches(n_rows: int, batch_size: int, rng: np.random.Generator,
     return [perm[b::n_batches] for b in range(n_batches)]
 
 
-def _progress(enabled: bool, total: int) -> Any:
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        logger.info("tqdm is not installed; no progress bar (pip install tabzoo-npt[progress]).")
-        return None
-    return tqdm(total=total, desc="npt fit", unit="step", leave=False)
+class NPTTask:
+    """NPT's side of the core loop: stratified minibatches of rows, stochastic masking and the
+    annealed feature/target objective.
+
+    :param data: ``[n, d]`` all rows (labeled first, then unlabeled), NaN = missing.
+    :param labeled: ``[n]`` bool, rows whose targets may be read and predicted.
+    """
+
+    def __init__(self, model: NPT, data: torch.Tensor, labeled: np.ndarray, targets: tuple[int, ...],
+                 cfg: TrainConfig, strata: np.ndarray | None) -> None:
+        device = data.device
+        self.data, self.targets, self.cfg, self.strata = data, targets, cfg, strata
+        self.labeled = torch.as_tensor(labeled, device=device)
+        self.is_target = torch.zeros(model.n_attributes, dtype=torch.bool, device=device)
+        self.is_target[list(targets)] = True
+        self.cards: torch.Tensor = model.cards  # type: ignore[assignment]
+        self.rng = np.random.default_rng(cfg.seed)  # batches
+        self.g = torch.Generator().manual_seed(cfg.seed)  # masks
+
+    def batches(self, epoch: int) -> Iterator[torch.Tensor]:
+        """One pass: ``ceil(n / batch_size)`` class-stratified batches of row indices ``[b]``."""
+        batches = stratified_batches(len(self.data), self.cfg.batch_size, self.rng, self.strata)
+        while batches:
+            yield torch.as_tensor(batches.pop(), device=self.data.device)
+
+    def loss(self, model: torch.nn.Module, batch: torch.Tensor, step: int) -> torch.Tensor:
+        cfg, targets = self.cfg, self.targets
+        vals = self.data[batch]
+        missing = torch.isnan(vals)
+        lab = self.labeled[batch][:, None]
+        target_cells = self.is_target[None, :] & torch.ones_like(missing)
+        unlabeled_targets = target_cells & ~lab
+        feat = stochastic_mask(~missing & ~target_cells, cfg.p_feature, self.g, cfg.random_share)
+        tgt = stochastic_mask(~missing & target_cells & lab, cfg.p_target, self.g, cfg.random_share)
+        hidden = missing | feat.masked | tgt.masked | unlabeled_targets
+        inputs = randomise(torch.nan_to_num(vals), feat.randomised | tgt.randomised, self.cards, self.g)
+        isolated = None
+        if cfg.mode == "inductive" and targets:
+            isolated = (hidden & target_cells).any(dim=1)[None]
+        logits = model(inputs[None], hidden[None], isolated)[0]
+        per_cell = cell_losses(logits, vals, self.cards)
+        lam = lambda_schedule(step, cfg.steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
+        return objective(per_cell, feat.selected, tgt.selected, lam)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "g": self.g.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.g.set_state(state["g"])
 
 
 def fit_npt(
@@ -144,7 +191,7 @@ def fit_npt(
     validation: np.ndarray | None = None,
     unlabeled: np.ndarray | None = None,
     strata: np.ndarray | None = None,
-) -> TrainResult:
+) -> FitResult:
     """Train ``model`` in place on ``values [n, d]`` (NaN = missing) and return the history.
 
     :param targets: target attribute indices (empty for pure imputation: feature loss only).
@@ -152,95 +199,21 @@ def fit_npt(
     :param unlabeled: ``[n_u, d]`` rows without targets (semi-supervised / transductive modes).
     :param strata: ``[n]`` ints for class-stratified minibatches (classification targets).
     """
-    # Dropout draws from torch's global RNG: train under a fork seeded by cfg.seed, so that a fit is a
-    # function of its seed alone (not of whatever ran before it) and the caller's RNG is left untouched.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(cfg.seed))
-        return _fit_npt(model, values, targets, cfg, validation=validation, unlabeled=unlabeled, strata=strata)
-
-
-def _fit_npt(model: NPT, values: np.ndarray, targets: tuple[int, ...], cfg: TrainConfig, *,
-             validation: np.ndarray | None, unlabeled: np.ndarray | None,
-             strata: np.ndarray | None) -> TrainResult:
     if values.ndim != 2 or values.shape[1] != model.n_attributes:
         raise TabzooInputError(f"values must be [rows, {model.n_attributes}]; got {values.shape}.")
     if unlabeled is not None and cfg.mode == "inductive":
         raise TabzooInputError("unlabeled rows need mode='semi_supervised' or 'transductive'; the default "
                                "inductive mode never reads rows other than the training rows.")
     device = next(model.parameters()).device
-    d = model.n_attributes
-    is_target = torch.zeros(d, dtype=torch.bool, device=device)
-    is_target[list(targets)] = True
     all_rows = values if unlabeled is None else np.concatenate([values, unlabeled])
-    n_lab = len(values)
-    labeled = np.arange(len(all_rows)) < n_lab
+    labeled = np.arange(len(all_rows)) < len(values)
     if strata is not None and unlabeled is not None:
         strata = np.concatenate([strata, np.full(len(unlabeled), -1)])
     data = torch.as_tensor(np.asarray(all_rows, dtype=np.float32), device=device)
-    g = torch.Generator().manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    opt = Lookahead(Lamb(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay),
-                    k=cfg.lookahead_k, alpha=cfg.lookahead_alpha)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt.base, lambda s: flat_then_cosine(s, cfg.steps, cfg.flat_fraction))
-    result = TrainResult()
-    best_state: dict[str, torch.Tensor] | None = None
-    bad_evals = 0
-    batches: list[np.ndarray] = []
-    bar = _progress(cfg.progress, cfg.steps)
-    t0 = time.perf_counter()
-    model.train()
-    try:
-        for step in range(cfg.steps):
-            if not batches:
-                batches = stratified_batches(len(all_rows), cfg.batch_size, rng, strata)
-            idx = torch.as_tensor(batches.pop(), device=device)
-            vals = data[idx]
-            missing = torch.isnan(vals)
-            lab = torch.as_tensor(labeled, device=device)[idx][:, None]
-            target_cells = is_target[None, :] & torch.ones_like(missing)
-            unlabeled_targets = target_cells & ~lab
-            feat = stochastic_mask(~missing & ~target_cells, cfg.p_feature, g, cfg.random_share)
-            tgt = stochastic_mask(~missing & target_cells & lab, cfg.p_target, g, cfg.random_share)
-            hidden = missing | feat.masked | tgt.masked | unlabeled_targets
-            inputs = randomise(torch.nan_to_num(vals), feat.randomised | tgt.randomised, model.cards, g)
-            isolated = None
-            if cfg.mode == "inductive" and targets:
-                isolated = (hidden & target_cells).any(dim=1)[None]
-            logits = model(inputs[None], hidden[None], isolated)[0]
-            per_cell = cell_losses(logits, vals, model.cards)
-            lam = lambda_schedule(step, cfg.steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
-            loss = objective(per_cell, feat.selected, tgt.selected, lam)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
-            sched.step()
-            result.losses.append(float(loss.detach()))
-            result.steps = step + 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{result.losses[-1]:.4f}", lam=f"{lam:.2f}")
-            if validation is not None and targets and len(validation) and ((step + 1) % cfg.eval_every == 0
-                                                                           or step + 1 == cfg.steps):
-                v = validation_loss(model, values, validation, targets, cfg)
-                result.val_losses.append((step + 1, v))
-                model.train()
-                if v < result.best_val - 1e-6:
-                    result.best_val, result.best_step, bad_evals = v, step + 1, 0
-                    best_state = copy.deepcopy(model.state_dict())
-                else:
-                    bad_evals += 1
-                    if bad_evals >= cfg.patience:
-                        result.stopped_early = True
-                        break
-    finally:
-        if bar is not None:
-            bar.close()
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    model.eval()
-    result.seconds = time.perf_counter() - t0
-    return result
+    task = NPTTask(model, data, labeled, targets, cfg, strata)
+    val = validation if validation is not None and targets and len(validation) else None
+    validate = None if val is None else (lambda _m: validation_loss(model, values, val, targets, cfg))
+    return fit(model, task, cfg.fit_config(), validate=validate)
 
 
 def validation_loss(model: NPT, context: np.ndarray, validation: np.ndarray, targets: tuple[int, ...],
@@ -250,7 +223,8 @@ def validation_loss(model: NPT, context: np.ndarray, validation: np.ndarray, tar
     hide[:, list(targets)] = True
     logits = predict_cells(model, context, validation, hide, context_size=cfg.context_size, seed=cfg.seed)
     truth = torch.as_tensor(validation, dtype=torch.float32)
-    per_cell = cell_losses(logits, truth, model.cards.cpu())
+    cards: torch.Tensor = model.cards  # type: ignore[assignment]
+    per_cell = cell_losses(logits, truth, cards.cpu())
     sel = torch.zeros_like(per_cell, dtype=torch.bool)
     sel[:, list(targets)] = True
     sel &= ~torch.isnan(truth)

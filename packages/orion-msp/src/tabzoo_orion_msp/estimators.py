@@ -28,15 +28,14 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
+from tabzoo.checkpoint import load_shipped_model, shipped_dir
+from tabzoo.checkpoint import shipped_checkpoints as _shipped
 from tabzoo.estimators import InContextClassifier
-from tabzoo.estimators.hierarchy import hierarchical_proba
-from tabzoo.estimators.sk import check_is_fitted
+from tabzoo.estimators.forward import ConcatForward
 
 from tabzoo_orion_msp.model import OrionMSP
 
@@ -45,30 +44,28 @@ logger = logging.getLogger(__name__)
 __all__ = ["OrionMSPClassifier", "DEFAULT_CHECKPOINT", "load_orion", "shipped_checkpoints"]
 
 DEFAULT_CHECKPOINT = "orion-msp-small"
-_CKPT_DIR = Path(__file__).parent / "checkpoints"
+_PACKAGE = "tabzoo_orion_msp"
+#: the folder of the shipped checkpoints
+_CKPT_DIR = shipped_dir(_PACKAGE)
 
 
 def shipped_checkpoints() -> list[str]:
     """Names of the checkpoints shipped as package data."""
-    return sorted(p.stem for p in _CKPT_DIR.glob("*.json"))
+    return _shipped(_PACKAGE)
 
 
-def _stem(checkpoint: str) -> Path:
-    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="ORION-MSP", cli_name="orion-msp")
+def _build_stored(config: dict[str, Any]) -> OrionMSP:
+    """The model of a stored config; checkpoints written before the gated memory read existed were
+    trained ungated and uncentred."""
+    return OrionMSP({"memory_gate": False, "centre_rows": False} | dict(config))
 
 
 def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     """An :class:`OrionMSP` with the weights of a shipped checkpoint name or a path stem (no network)."""
-    stem = _stem(checkpoint)
-    tensors, config = read_checkpoint_cached(stem)
-    config = dict(config)
-    # checkpoints written before the gated memory read existed were trained ungated
-    config.setdefault("memory_gate", False)
-    config.setdefault("centre_rows", False)
-    model = OrionMSP(config)
-    load_weights(model, tensors, what=f"ORION-MSP checkpoint {stem}", target="its stored config",
-                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
-    return model.eval()
+    model = load_shipped_model(checkpoint, package=_PACKAGE, architecture="orion-msp", build=_build_stored,
+                               model="ORION-MSP")
+    assert isinstance(model, OrionMSP)
+    return model
 
 
 class OrionMSPClassifier(InContextClassifier):
@@ -101,6 +98,8 @@ class OrionMSPClassifier(InContextClassifier):
     feature_subsample = "balanced"
     #: members after the first permute category codes
     shuffle_categories = True
+    #: the model pads feature tokens itself (``pad_features``)
+    pad_to_max_features = False
 
     def __init__(self, checkpoint: str = DEFAULT_CHECKPOINT, n_estimators: int = 4, softmax_temperature: float = 0.9,
                  chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
@@ -123,6 +122,10 @@ class OrionMSPClassifier(InContextClassifier):
     def _load_model(self) -> torch.nn.Module:
         return load_orion(self.checkpoint)
 
+    def _context_forward(self) -> ConcatForward:
+        """The core's prediction path runs ``model(cat(context, query), y_context, pad_features=...)``."""
+        return ConcatForward(self.model_, pad_features=bool(self.pad_features))
+
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
 
@@ -142,7 +145,7 @@ class OrionMSPClassifier(InContextClassifier):
         return self
 
     # -- inference -------------------------------------------------------------------------------
-    def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray]:
+    def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray] | None:
         """Per member, the positions into ``rows`` of its context (all of them up to ``max_context_rows``).
 
         Beyond the cap each member takes a class-stratified subset of exactly ``max_context_rows``
@@ -174,50 +177,3 @@ class OrionMSPClassifier(InContextClassifier):
                     for c, q in enumerate(quota) if q > 0 for idx in [np.flatnonzero(y == c)]]
             subsets.append(np.sort(np.concatenate(pick)))
         return subsets
-
-    def _logits(self, contexts: list[np.ndarray], y_members: list[np.ndarray], x_query: np.ndarray) -> Any:
-        """Per chunk of query rows: ``(slice, [members, chunk, max_classes] logits / temperature)``.
-
-        :param contexts: per member, its context rows (equal counts).
-        """
-        dev = torch.device(self.device_)
-        views = self._views()
-        ctx_m = torch.stack([torch.from_numpy(v.apply(c)) for v, c in zip(views, contexts, strict=True)]).to(dev)
-        y_m = torch.from_numpy(np.stack(y_members).astype(np.float32)).to(dev)
-        temp = float(self.softmax_temperature)
-        pad = bool(getattr(self, "pad_features", False))
-        for sl in self._chunks(x_query.shape[0]):
-            q = torch.stack([torch.from_numpy(v.apply(x_query[sl])) for v in views]).to(dev)
-            with torch.inference_mode():
-                out = self.model_(torch.cat([ctx_m, q], dim=1), y_m, pad_features=pad)
-            yield sl, (out.float() / temp).cpu()
-
-    def _member_proba(self, rows: np.ndarray, y: np.ndarray, k: int, x_query: np.ndarray) -> np.ndarray:
-        """Ensemble probabilities ``[n_query, k]`` from the context rows ``rows`` labelled ``y`` in ``0..k-1``."""
-        shifts = np.array([m.class_shift % k for m in self.members_])
-        subsets = self._context_subsets(rows, y, k)
-        y_members = [(y[sub] + s) % k for s, sub in zip(shifts, subsets, strict=True)]
-        contexts = [self.X_context_[rows[sub]] for sub in subsets]
-        gather = torch.from_numpy((np.arange(k)[None, :] + shifts[:, None]) % k)
-        out = np.zeros((x_query.shape[0], k))
-        for sl, logits in self._logits(contexts, y_members, x_query):
-            logp = torch.log_softmax(logits[..., :k].double(), dim=-1)
-            logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
-            out[sl] = torch.softmax(logp.mean(0), dim=-1).numpy()
-        return out
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
-        check_is_fitted(self, "classes_")
-        xq = self._transform_query(X)
-        k = self.n_classes_
-        if k == 1:
-            return np.ones((xq.shape[0], 1))
-        y = np.asarray(self.y_context_, dtype=np.int64)
-        limit = int(self.model_.max_classes)
-        if k <= limit:
-            out = self._member_proba(np.arange(y.size), y, k, xq)
-        else:
-            out = hierarchical_proba(lambda rows, labels, kk: self._member_proba(rows, labels, kk, xq),
-                                     y, k, limit, xq.shape[0])
-        return out / out.sum(axis=1, keepdims=True)

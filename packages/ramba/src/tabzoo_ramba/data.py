@@ -26,6 +26,19 @@ def to_seconds(t: Any) -> np.ndarray:
     return np.asarray(t).astype("datetime64[s]").astype(np.int64)
 
 
+def normalise_horizons(horizons: Any, target: str | None, hidden: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    """``{column: seconds}`` (or pairs) -> sorted ``(column, seconds)`` pairs, checked: each names a
+    hidden column (not the target, whose horizon is ``horizon_s``) and is finite and >= 0."""
+    pairs = sorted((str(c), float(h)) for c, h in (horizons.items() if isinstance(horizons, dict) else horizons))
+    for c, h in pairs:
+        if c == target or c not in hidden:
+            raise TabzooInputError(f"column_horizons names {c!r}; list hidden columns {list(hidden)} only "
+                                   "(the target's horizon is horizon_s)")
+        if not np.isfinite(h) or h < 0:
+            raise TabzooInputError(f"column_horizons[{c!r}]={h}; give a finite horizon >= 0 seconds")
+    return tuple(pairs)
+
+
 @dataclass(frozen=True)
 class RelationalTask:
     """One prediction task.
@@ -36,6 +49,10 @@ class RelationalTask:
     :param horizon_s: seconds after a row's time at which its label becomes available.
     :param hidden: other outcome columns revealed with the label.
     :param lookback_s: children older than ``seed time - lookback_s`` are not sampled.
+    :param column_horizons: ``{hidden column: seconds}``, a hidden column's own availability
+        (default: with the label, ``horizon_s``), earlier or later than the label's. E.g. "departed
+        more than 15 minutes late" is known 15 minutes after the scheduled departure, the exact
+        arrival delay only after the arrival (stored as sorted ``(column, seconds)`` pairs).
     """
 
     entity_table: str
@@ -45,6 +62,7 @@ class RelationalTask:
     hidden: tuple[str, ...] = field(default_factory=tuple)
     lookback_s: float = 30 * 86400.0
     name: str = ""
+    column_horizons: Any = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("classification", "regression"):
@@ -54,6 +72,11 @@ class RelationalTask:
         if not np.isfinite(self.lookback_s) or self.lookback_s <= 0:
             raise TabzooInputError(f"lookback_s={self.lookback_s}; give a positive look-back window")
         object.__setattr__(self, "hidden", tuple(self.hidden))
+        object.__setattr__(self, "column_horizons", normalise_horizons(self.column_horizons, self.target, self.hidden))
+
+    def horizon_of(self, column: str) -> float:
+        """Seconds after a row's time at which ``column`` (target or hidden) becomes available."""
+        return dict(self.column_horizons).get(column, float(self.horizon_s))
 
     @property
     def label_columns(self) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+    from tabzoo.metrics import r2_score, roc_auc
 
     from tabzoo_ramba.api import Ramba
     from tabzoo_ramba.baselines import flatten_flights
@@ -44,7 +45,6 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
     from tabzoo_ramba.nycflights import ARR_DELAY, DELAYED, load_nycflights13, write_nycflights13
     from tabzoo_ramba.pretraining import CHECKPOINTS, load_pretrained_model
     from tabzoo_ramba.sampling import SamplerConfig
-    from tabzoo_ramba.train import r2_score, roc_auc
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     rng = np.random.default_rng(seed)

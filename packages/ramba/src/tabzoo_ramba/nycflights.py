@@ -15,7 +15,8 @@ Tables and keys (the composite key ``(origin, time_hour)`` of weather becomes on
 Foreign-key values with no referenced row (a few destinations and tail numbers are absent
 from airports / planes) are stored as NULL. The tasks: :data:`DELAYED` (arrival delay > 15
 min, classification) and :data:`ARR_DELAY` (arrival delay in minutes, regression); both hide
-``dep_delay``, ``arr_delay`` and ``delayed`` until one day after departure.
+``dep_delay``, ``arr_delay``, ``delayed`` and ``dep_delayed`` until one day after departure. The
+benchmark tasks (departure delay, entity-level tasks) are in :mod:`tabzoo_ramba.tasks`.
 """
 
 from __future__ import annotations
@@ -30,15 +31,16 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_ramba.data import RelationalTask
 
-__all__ = ["DELAYED", "ARR_DELAY", "TIME_COLUMNS", "nycflights13_frames", "write_nycflights13",
+__all__ = ["DELAYED", "ARR_DELAY", "TIME_COLUMNS", "TYPES", "nycflights13_frames", "write_nycflights13",
            "load_nycflights13", "nycflights13_database"]
 
-_HIDDEN = ("dep_delay", "arr_delay", "delayed")
+_HIDDEN = ("dep_delay", "arr_delay", "delayed", "dep_delayed")
 DELAYED = RelationalTask("flights", "delayed", "classification", horizon_s=86400.0, hidden=_HIDDEN,
                          lookback_s=7 * 86400.0, name="flight-delayed")
 ARR_DELAY = RelationalTask("flights", "arr_delay", "regression", horizon_s=86400.0, hidden=_HIDDEN,
                            lookback_s=7 * 86400.0, name="flight-arr-delay")
 TIME_COLUMNS = {"flights": "sched_dep", "weather": "time_hour"}
+TYPES = {"flights": {"delayed": "boolean", "dep_delayed": "boolean"}}
 
 
 def _keys() -> tuple[dict[str, str], list[Any]]:
@@ -62,7 +64,7 @@ CREATE TABLE weather (weather_id INTEGER, origin TEXT, time_hour DATETIME, temp 
     PRIMARY KEY (weather_id), FOREIGN KEY (origin) REFERENCES airports(faa));
 CREATE TABLE flights (flight_id INTEGER, sched_dep DATETIME, carrier TEXT, tailnum TEXT, origin TEXT,
     dest TEXT, weather_id INTEGER, hour REAL, sched_dep_time REAL, sched_arr_time REAL, distance REAL,
-    dep_delay REAL, arr_delay REAL, delayed BOOLEAN, PRIMARY KEY (flight_id),
+    dep_delay REAL, arr_delay REAL, delayed BOOLEAN, dep_delayed BOOLEAN, PRIMARY KEY (flight_id),
     FOREIGN KEY (carrier) REFERENCES airlines(carrier), FOREIGN KEY (tailnum) REFERENCES planes(tailnum),
     FOREIGN KEY (origin) REFERENCES airports(faa), FOREIGN KEY (dest) REFERENCES airports(faa),
     FOREIGN KEY (weather_id) REFERENCES weather(weather_id));
@@ -127,6 +129,9 @@ def nycflights13_frames(start: str = "2013-01-01", end: str = "2013-02-01",
     delayed = pd.array((flights["arr_delay"] > 15).to_numpy(), dtype="boolean")
     delayed[flights["arr_delay"].isna().to_numpy()] = pd.NA
     flights["delayed"] = delayed
+    dep_delayed = pd.array((flights["dep_delay"] > 15).to_numpy(), dtype="boolean")
+    dep_delayed[flights["dep_delay"].isna().to_numpy()] = pd.NA
+    flights["dep_delayed"] = dep_delayed
     weather = we[["weather_id", "origin", "time_hour", "temp", "dewp", "humid", "wind_dir", "wind_speed",
                   "wind_gust", "precip", "pressure", "visib"]].reset_index(drop=True)
     return {
@@ -192,4 +197,4 @@ def nycflights13_database(**slice_kwargs: Any) -> Any:
     pks, fks = _keys()
     return RelationalDatabase.from_dataframes(nycflights13_frames(**slice_kwargs), primary_keys=pks,
                                               foreign_keys=fks, time_columns=TIME_COLUMNS,
-                                              types={"flights": {"delayed": "boolean"}})
+                                              types=TYPES)

@@ -45,6 +45,17 @@ class TargetSpec:
     column: str | None = None
     horizon_s: float = 0.0
     hidden: tuple[str, ...] = ()
+    column_horizons: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        from tabzoo_ramba.data import normalise_horizons
+
+        object.__setattr__(self, "column_horizons", normalise_horizons(self.column_horizons, self.column, self.hidden))
+
+    def horizon_of(self, column: str) -> float:
+        """Seconds after a row's time at which ``column`` becomes available (a hidden column may
+        have its own, ``column_horizons``)."""
+        return dict(self.column_horizons).get(column, float(self.horizon_s))
 
     @property
     def label_columns(self) -> tuple[str, ...]:
@@ -80,7 +91,7 @@ class ColumnStats:
                     continue
                 use = rows
                 if name == target.table and c in target.label_columns and ts is not None:
-                    use = ts + target.horizon_s <= cutoff
+                    use = ts + target.horizon_of(c) <= cutoff
                 use = use & ~t.missing[:, t.names.index(c)]
                 v = _numeric(t, c)[use]
                 v = v[np.isfinite(v)]
@@ -167,7 +178,7 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
             miss = t.missing[r, t.names.index(c)]
             state = np.where(miss, MISSING, OBSERVED).astype(np.int64)
             if tab == target.table and c in target.label_columns:
-                hidden = np.zeros(m, dtype=bool) if ts is None else ts[r] + target.horizon_s > t_star
+                hidden = np.zeros(m, dtype=bool) if ts is None else ts[r] + target.horizon_of(c) > t_star
                 hidden |= np.asarray(nodes) == 0
                 state[hidden] = MASKED
                 if c == target.column:

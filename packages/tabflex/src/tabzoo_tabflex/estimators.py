@@ -74,14 +74,7 @@ _PARAMS_DOC = """
 """
 
 
-class _Common(TabFlexMixin):
-    def _finish_fit(self) -> None:
-        self._views()  # fitted now: predict leaves the estimator's __dict__ unchanged
-        self._fit_local()
-        self._warm_cache()
-
-
-class TabFlexClassifier(_Common, InContextClassifier):
+class TabFlexClassifier(TabFlexMixin, InContextClassifier):
     """TabFlex in-context classifier (scikit-learn API); loads the shipped checkpoint, no network.
 
     :param checkpoint: ``"auto"`` (Algorithm 1 over the shipped checkpoints), a shipped name
@@ -108,8 +101,6 @@ class TabFlexClassifier(_Common, InContextClassifier):
     ``members_``, ``categorical_indices_``, ``inference_dtype_``.
     The members' logits are averaged (``average = "logits"``, as the authors).
     """
-
-    average = "logits"
 
     def __init__(self, checkpoint: str = "auto", n_estimators: int = 8, softmax_temperature: float = 0.8,
                  chunk_size: int = 8192, projection_seed: int = 0, device: str = "auto",
@@ -142,24 +133,6 @@ class TabFlexClassifier(_Common, InContextClassifier):
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
 
-    def fit(self, X: Any, y: Any) -> TabFlexClassifier:
-        """Store the preprocessed context (and, with ``fit_mode="fit_with_cache"``, its states)."""
-        super().fit(X, y)
-        self._finish_fit()
-        return self
-
-    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
-        k = self.n_classes_
-        if k == 1:
-            return np.ones((xq.shape[0], 1))
-        out = self._proba(np.asarray(self.y_context_, dtype=np.int64), k, xq)
-        return out / out.sum(axis=1, keepdims=True)
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
-        check_is_fitted(self, "classes_")
-        return self._predict_transformed(self._transform_query(X))
-
     def _extra_state(self) -> dict[str, Any]:
         return super()._extra_state() | {"tabflex": self._tabflex_state()}
 
@@ -168,7 +141,7 @@ class TabFlexClassifier(_Common, InContextClassifier):
         self._set_tabflex_state(state["tabflex"])
 
 
-class TabFlexRegressor(_Common, InContextRegressor):
+class TabFlexRegressor(TabFlexMixin, InContextRegressor):
     """TabFlex regression by target binning (paper section 6.4), ensembled over bin shifts.
 
     Standardised targets are cut into ``n_bins`` uniform (or quantile) bins, empty ones dropped;
@@ -229,10 +202,21 @@ class TabFlexRegressor(_Common, InContextRegressor):
         if self.point not in ("mean", "mode"):
             raise TabzooInputError(f"point must be 'mean' or 'mode', got {self.point!r}.")
         super().fit(X, y)
-        self._fit_binners()
-        self._finish_fit()
-        self._fit_calibration()
         return self
+
+    def _after_fit(self) -> None:
+        self._fit_binners()  # before the core's warm cache, which predicts
+        super()._after_fit()
+        self._fit_calibration()
+
+    def _n_classes_for_selection(self, y: Any) -> int:
+        """Regression runs as classification over target bins: select for that many classes."""
+        if y is None:
+            return 1
+        try:
+            return max(1, min(int(self.n_bins), int(np.unique(np.asarray(y, dtype=float)).size)))
+        except (TypeError, ValueError):
+            return 1
 
     def _fit_binners(self) -> None:
         cache: dict[float, TargetBinner] = {}

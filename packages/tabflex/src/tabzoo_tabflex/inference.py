@@ -13,64 +13,53 @@ every call (less memory held between calls, same outputs).
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.checkpoint import load_weights, read_checkpoint_cached, resolve_checkpoint
+from tabzoo.checkpoint import (
+    find_checkpoint,
+    load_shipped_model,
+    read_checkpoint_cached,
+    shipped_checkpoints,
+    shipped_dir,
+)
 from tabzoo.errors import CheckpointError, TabzooInputError
-from tabzoo.estimators import InContextRegressor
-from tabzoo.estimators.encoding import class_balance
-from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
-from tabzoo.estimators.local import LocalContexts, fit_local_contexts
-from tabzoo.estimators.options import check_fit_mode, resolve_inference_dtype
+from tabzoo.estimators.base import InContextEstimator
+from tabzoo.estimators.ensemble import AUTO_LOCAL_ROWS, CONTEXT_STRATEGIES, MANY_CLASS
+from tabzoo.estimators.options import check_fit_mode
 
 from tabzoo_tabflex.config import TabFlexConfig, get_config
-from tabzoo_tabflex.model import ContextState, TabFlex
+from tabzoo_tabflex.model import ContextState, TabFlex, build
 from tabzoo_tabflex.projection import RandomProjection
 from tabzoo_tabflex.selection import Selection, select_model
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "DEFAULT_CHECKPOINT", "MANY_CLASS", "WIDE_MODES", "load_tabflex"]
+__all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "DEFAULT_CHECKPOINT", "MANY_CLASS", "WIDE_MODES", "TabFlexForward",
+           "load_tabflex"]
 
 DEFAULT_CHECKPOINT = "tabflex-small"
 WIDE_MODES = ("subsample", "project")
-MANY_CLASS = ("ecoc", "hierarchical")
-#: codes of the error-correcting output code path (more classes than the head)
-N_CODES = 16
-#: ``context_strategy``: one context for every query, or local contexts (and the two mixed)
-CONTEXT_STRATEGIES = ("auto", "global", "local", "local+global")
-#: ``context_strategy="auto"`` uses local contexts above this many context rows (the largest prompts
-#: the shipped ``tabflex-icl`` checkpoint was trained on)
-AUTO_LOCAL_ROWS = 8192
 #: ``class_balance="auto"``: the strength chosen by measurement on the real-data suite's dev tables
 AUTO_BALANCE = 1.0
-_CKPT_DIR = Path(__file__).parent / "checkpoints"
-
-
-def _stem(checkpoint: str) -> Path:
-    return resolve_checkpoint(checkpoint, _CKPT_DIR, model="TabFlex", cli_name="tabflex")
+_PACKAGE = "tabzoo_tabflex"
+#: the folder of the shipped checkpoints
+_CKPT_DIR = shipped_dir(_PACKAGE)
 
 
 def load_tabflex(checkpoint: str = DEFAULT_CHECKPOINT) -> TabFlex:
     """A :class:`TabFlex` with the weights of a shipped checkpoint name or a path stem (no network)."""
-    stem = _stem(checkpoint)
-    tensors, config = read_checkpoint_cached(stem)
-    model = TabFlex({k: v for k, v in config.items() if k != "preset"} | {"preset": config.get("preset", "small")})
-    load_weights(model, tensors, what=f"TabFlex checkpoint {stem}", target="its stored config",
-                 fix="Re-export it with tabzoo.checkpoint.save_checkpoint.")
-    return model.eval()
+    model = load_shipped_model(checkpoint, package=_PACKAGE, architecture="tabflex", build=build, model="TabFlex")
+    assert isinstance(model, TabFlex)
+    return model
 
 
 def _checkpoint_config(checkpoint: str) -> TabFlexConfig:
-    stem = _stem(checkpoint)
-    _, config = read_checkpoint_cached(stem)
+    _, config = read_checkpoint_cached(find_checkpoint(checkpoint, package=_PACKAGE, architecture="tabflex",
+                                                       model="TabFlex"))
     return get_config(config)
 
 
@@ -84,20 +73,42 @@ def _shape(X: Any) -> tuple[int, int]:
     return max(rows, 1), max(cols, 1)
 
 
-def _key(rows: np.ndarray | None, labels: np.ndarray, k: int, members: Sequence[int]) -> str:
-    h = hashlib.sha1(b"all" if rows is None else np.ascontiguousarray(rows, dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
-    h.update(np.asarray(list(members), dtype=np.int64).tobytes())
-    return f"{k}:{h.hexdigest()}"
+class TabFlexForward:
+    """TabFlex's hook into the core's prediction path (:class:`tabzoo.estimators.forward.InContextForward`):
+    each member's context is summed once into a linear-attention :class:`ContextState`, streamed in chunks;
+    query rows only read it."""
+
+    per_member = True
+
+    def __init__(self, model: TabFlex, chunk_size: int) -> None:
+        self.model = model
+        self.chunk_size = int(chunk_size)
+
+    def encode_context(self, x_context: torch.Tensor, y_context: torch.Tensor,
+                       weights: torch.Tensor | None) -> ContextState:
+        """State of ``x_context [1, n, F]`` labelled ``y_context [1, n]`` (row weights ``[1, n]`` or None)."""
+        return self.model.encode_context(x_context, y_context, chunk_size=self.chunk_size, weights=weights)
+
+    def merge(self, states: Sequence[ContextState]) -> ContextState:
+        """The members' states stacked on the batch axis."""
+        return ContextState([torch.cat(t, 0) for t in zip(*(s.kv for s in states), strict=True)],
+                            [torch.cat(t, 0) for t in zip(*(s.k_sum for s in states), strict=True)],
+                            states[0].n_context)
+
+    def predict_query(self, state: ContextState, x_query: torch.Tensor) -> torch.Tensor:
+        """``[M, q, max_classes]`` logits of ``x_query [M, q, F]``."""
+        return self.model.predict_query(x_query, state, chunk_size=self.chunk_size)
 
 
-class TabFlexMixin:
-    """Loading, selection, member views, cached context states and precision for both estimators."""
+class TabFlexMixin(InContextEstimator):
+    """What TabFlex adds to the core's in-context estimators: loading, model selection, the random
+    projection of wide tables and its :class:`TabFlexForward` hook. Members, cached context states,
+    chunked queries, class balance, many classes and local contexts are the core's
+    (:mod:`tabzoo.estimators.ensemble`)."""
 
     checkpoint: str
     projection_seed: int
     softmax_temperature: float
-    n_estimators: int
     fit_mode: str
     inference_precision: str
     wide_features: str
@@ -108,12 +119,18 @@ class TabFlexMixin:
     shuffle_categories = True
     #: wide tables: every feature used about equally often across members
     feature_subsample = "balanced"
+    #: the model pads features itself
+    pad_to_max_features = False
+    #: ``class_balance="auto"``: the strength chosen by measurement on the real-data suite's dev tables
+    auto_class_balance = AUTO_BALANCE
+    #: the members' logits are averaged (as the authors)
+    average = "logits"
 
     # -- model -------------------------------------------------------------------------------
     def _select(self, X: Any, n_classes: int) -> Selection:
         n_rows, n_cols = _shape(X)
         if self.checkpoint == "auto":
-            names = sorted(q.stem for q in _CKPT_DIR.glob("*.json"))
+            names = shipped_checkpoints(_PACKAGE)
             if not names:
                 raise CheckpointError("no TabFlex checkpoint is shipped with this install; pass checkpoint=<stem>.")
         else:
@@ -128,216 +145,50 @@ class TabFlexMixin:
         return load_tabflex(name.name if name is not None else
                             (DEFAULT_CHECKPOINT if self.checkpoint == "auto" else self.checkpoint))
 
+    def _context_forward(self) -> TabFlexForward:
+        assert isinstance(self.model_, TabFlex)
+        return TabFlexForward(self.model_, int(self.chunk_size))
+
     def _n_classes_for_selection(self, y: Any) -> int:
         if y is None:
             return 1
         try:
-            if isinstance(self, InContextRegressor):
-                # regression runs as classification over target bins: select for that many classes
-                return max(1, min(int(self.n_bins), int(np.unique(np.asarray(y, dtype=float)).size)))  # type: ignore[attr-defined]
             return int(np.unique(np.asarray(y, dtype=object).astype(str)).size)
         except (TypeError, ValueError):
             return 1
 
-    def _fit_context(self, X: Any, y: Any) -> np.ndarray:  # type: ignore[override]
+    def _fit_context(self, X: Any, y: Any) -> np.ndarray:
         check_fit_mode(self.fit_mode)
         if self.wide_features not in WIDE_MODES:
             raise TabzooInputError(
                 f"wide_features={self.wide_features!r} is not valid; pass 'subsample' (members see different "
                 "feature subsets) or 'project' (one seeded Gaussian random projection shared by all members)."
             )
-        if getattr(self, "many_class", "hierarchical") not in MANY_CLASS:
+        many_class = getattr(self, "many_class", "hierarchical")
+        if many_class not in MANY_CLASS:
             raise TabzooInputError(
-                f"many_class={self.many_class!r} is not valid; pass 'ecoc' (error-correcting output codes) or "  # type: ignore[attr-defined]
+                f"many_class={many_class!r} is not valid; pass 'ecoc' (error-correcting output codes) or "
                 "'hierarchical' (the balanced class tree) for more classes than the head takes."
             )
         if X is not None and y is not None:
             self.selection_ = self._select(X, self._n_classes_for_selection(y))
-        Xt = super()._fit_context(X, y)  # type: ignore[misc]
-        self.inference_dtype_ = resolve_inference_dtype(self.inference_precision, self.device_)  # type: ignore[attr-defined]
-        self.context_cache_: dict[str, list[ContextState]] = {}
-        limit = int(self.model_.max_features)  # type: ignore[attr-defined]
-        self.projection_ = None
-        if Xt.shape[1] > limit and self.wide_features == "project":
+        Xt = super()._fit_context(X, y)
+        limit = self._model_limit("max_features")
+        self.projection_: RandomProjection | None = None
+        if limit is not None and Xt.shape[1] > limit and self.wide_features == "project":
             self.projection_ = RandomProjection(limit, seed=int(self.projection_seed)).fit(Xt.shape[1])
             Xt = self.projection_.transform(Xt)
         return np.ascontiguousarray(Xt, dtype=np.float32)
 
     def _transform_query(self, X: Any) -> np.ndarray:
-        xq = super()._transform_query(X)  # type: ignore[misc]
-        if getattr(self, "projection_", None) is not None:
+        xq = super()._transform_query(X)
+        if self.projection_ is not None:
             xq = self.projection_.transform(xq)
         return np.ascontiguousarray(xq, dtype=np.float32)
 
     def _view_categoricals(self) -> tuple[int, ...]:
         # a projection mixes the columns: no column is categorical any more
-        return () if getattr(self, "projection_", None) is not None else super()._view_categoricals()  # type: ignore[misc]
-
-    def _autocast(self) -> Any:
-        dtype = getattr(self, "inference_dtype_", None)
-        if dtype is None:  # restored by load(): resolved on the device it was loaded to
-            dtype = self.inference_dtype_ = resolve_inference_dtype(self.inference_precision, self.device_)  # type: ignore[attr-defined]
-        if dtype == torch.float32:
-            return contextlib.nullcontext()
-        return torch.autocast(torch.device(self.device_).type, dtype=dtype)  # type: ignore[attr-defined]
-
-    # -- context states ------------------------------------------------------------------------
-    def _balance_strength(self) -> float:
-        """Resolved ``class_balance``: 0 for regressors (bins are not classes to balance)."""
-        value = getattr(self, "class_balance", 0.0)
-        if isinstance(self, InContextRegressor):
-            return 0.0
-        if value == "auto":
-            return AUTO_BALANCE
-        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating) \
-                or not np.isfinite(value) or value < 0:
-            raise TabzooInputError(
-                f"class_balance={value!r} is not valid; pass 'auto', 0 (context rows as they are) or a strength "
-                "> 0 (class c's rows weigh (n_largest / n_c) ** strength; 1 = balanced classes)."
-            )
-        return float(value)
-
-    def _encode(self, member_ids: Sequence[int], rows: np.ndarray | None, y_members: list[np.ndarray],
-                weights: np.ndarray | None = None) -> list[ContextState]:
-        """Per member, the context state of its view of the context rows ``rows`` (None = all),
-        with optional row weights ``weights [n_rows]``."""
-        model: TabFlex = self.model_  # type: ignore[attr-defined]
-        dev = torch.device(self.device_)  # type: ignore[attr-defined]
-        views = self._views()  # type: ignore[attr-defined]
-        xc_all = self.X_context_ if rows is None else self.X_context_[rows]  # type: ignore[attr-defined]
-        w = None if weights is None else torch.from_numpy(np.asarray(weights, dtype=np.float32)).unsqueeze(0).to(dev)
-        out = []
-        with torch.inference_mode(), self._autocast():
-            for i, ym in zip(member_ids, y_members, strict=True):
-                xc = torch.from_numpy(views[i].apply(xc_all)).unsqueeze(0).to(dev)
-                yc = torch.from_numpy(np.asarray(ym, dtype=np.float32)).unsqueeze(0).to(dev)
-                out.append(model.encode_context(xc, yc, chunk_size=int(self.chunk_size), weights=w))  # type: ignore[attr-defined]
-        return out
-
-    def _states(self, member_ids: Sequence[int], rows: np.ndarray | None, labels: np.ndarray, k: int,
-                y_members: list[np.ndarray], weights: np.ndarray | None = None) -> list[ContextState]:
-        cache = getattr(self, "context_cache_", None)
-        key = _key(rows, labels, k, member_ids)
-        if cache is not None and key in cache:
-            return cache[key]
-        states = self._encode(member_ids, rows, y_members, weights)
-        if self.fit_mode == "fit_with_cache" and cache is not None:
-            cache[key] = states
-        return states
-
-    def _stream(self, member_ids: Sequence[int], states: list[ContextState],
-                x_query: np.ndarray) -> Iterator[tuple[slice, torch.Tensor]]:
-        """Per chunk of query rows: ``[members, chunk, max_classes]`` logits / temperature (fp32, cpu)."""
-        model: TabFlex = self.model_  # type: ignore[attr-defined]
-        dev = torch.device(self.device_)  # type: ignore[attr-defined]
-        views = [self._views()[i] for i in member_ids]  # type: ignore[attr-defined]
-        state = ContextState([torch.cat(t, 0) for t in zip(*(s.kv for s in states), strict=True)],
-                             [torch.cat(t, 0) for t in zip(*(s.k_sum for s in states), strict=True)],
-                             states[0].n_context)
-        temp = float(self.softmax_temperature)
-        for sl in self._chunks(x_query.shape[0]):  # type: ignore[attr-defined]
-            q = torch.stack([torch.from_numpy(v.apply(x_query[sl])) for v in views]).to(dev)
-            with torch.inference_mode(), self._autocast():
-                logits = model.predict_query(q, state, chunk_size=int(self.chunk_size))  # type: ignore[attr-defined]
-            yield sl, (logits.float() / temp).cpu()
-
-    def _member_proba(self, member_ids: Sequence[int], rows: np.ndarray | None, y: np.ndarray, k: int,
-                      x_query: np.ndarray) -> np.ndarray:
-        """Ensemble probabilities ``[n_query, k]`` of members ``member_ids`` for labels ``y in 0..k-1``
-        of the context rows ``rows`` (class shifts applied per member; logits averaged)."""
-        members = [self.members_[i] for i in member_ids]  # type: ignore[attr-defined]
-        shifts = np.array([m.class_shift % k for m in members])
-        y_members = [(y + s) % k for s in shifts]
-        strength = self._balance_strength()
-        weights, corr = class_balance(y, k, strength) if strength > 0 else (None, np.zeros(k))
-        if weights is not None and np.all(weights == 1.0):
-            weights = None
-        states = self._states(member_ids, rows, y, k, y_members, weights)
-        gather = torch.from_numpy((np.arange(k)[None, :] + shifts[:, None]) % k)
-        prior = torch.from_numpy(corr)
-        out = np.zeros((x_query.shape[0], k))
-        for sl, logits in self._stream(member_ids, states, x_query):
-            logp = torch.log_softmax(logits[..., :k].double(), dim=-1)
-            logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
-            # logits averaged (as the authors); the weighted context's class prior undone
-            out[sl] = torch.softmax(logp.mean(0) + prior, dim=-1).numpy()
-        return out
-
-    def _proba(self, y: np.ndarray, k: int, x_query: np.ndarray, member_ids: Sequence[int] | None = None,
-               context_rows: np.ndarray | None = None) -> np.ndarray:
-        """Probabilities ``[n_query, k]`` for labels ``y [n_context]`` of the whole context, read from the
-        context rows ``context_rows`` only (None: all, and local contexts when fitted)."""
-        ids = list(range(len(self.members_))) if member_ids is None else list(member_ids)  # type: ignore[attr-defined]
-        limit = int(self.model_.max_classes)  # type: ignore[attr-defined]
-        base = None if context_rows is None else np.asarray(context_rows, dtype=np.int64)
-        ys = y if base is None else y[base]
-
-        def at(rows: np.ndarray | None) -> np.ndarray | None:  # rows of ys -> rows of the context
-            if base is None:
-                return rows
-            return base if rows is None else base[rows]
-
-        if k <= limit:
-            if base is None and getattr(self, "local_", None) is not None:
-                return self._local_proba(ids, y, k, x_query)
-            return self._member_proba(ids, at(None), ys, k, x_query)
-        if getattr(self, "many_class", "hierarchical") == "ecoc":
-            def code(i: int, labels: np.ndarray, kk: int) -> np.ndarray:  # one member per code, cycling
-                return self._member_proba([ids[i % len(ids)]], at(None), labels, kk, x_query)
-
-            return ecoc_proba(code, ys, k, limit, x_query.shape[0], n_codes=N_CODES,
-                              seed=int(self.members_[0].seed))  # type: ignore[attr-defined]
-
-        def predict(rows: np.ndarray, labels: np.ndarray, kk: int) -> np.ndarray:
-            return self._member_proba(ids, at(rows), labels, kk, x_query)
-
-        return hierarchical_proba(predict, ys, k, limit, x_query.shape[0])
-
-    # -- local contexts ------------------------------------------------------------------------
-    def _strategy(self) -> str:
-        """The resolved context strategy for the fitted context: ``"global"``, ``"local"`` or ``"local+global"``."""
-        value = getattr(self, "context_strategy", "global")
-        size = getattr(self, "local_size", 2048)
-        if value not in CONTEXT_STRATEGIES:
-            raise TabzooInputError(
-                f"context_strategy={value!r} is not valid; pass one of {CONTEXT_STRATEGIES} ('local' answers each "
-                "query from the context of its nearest cluster of training rows, for large training sets)."
-            )
-        if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 16:
-            raise TabzooInputError(f"local_size must be an int >= 16 (rows per local context), got {size!r}.")
-        if value == "auto":
-            return "local+global" if self.X_context_.shape[0] > AUTO_LOCAL_ROWS else "global"  # type: ignore[attr-defined]
-        return str(value)
-
-    def _fit_local(self) -> None:
-        """Cluster the context rows for ``context_strategy`` local (deterministic: seed of member 0)."""
-        self.local_: LocalContexts | None = None
-        if self._strategy() == "global" or self.X_context_.shape[0] <= int(self.local_size):  # type: ignore[attr-defined]
-            return
-        y = np.asarray(self.y_context_, dtype=np.float64)  # type: ignore[attr-defined]
-        self.local_ = fit_local_contexts(self.X_context_, int(self.local_size), seed=int(self.members_[0].seed),  # type: ignore[attr-defined]
-                                         labels=y)
-
-    def _local_proba(self, ids: list[int], y: np.ndarray, k: int, x_query: np.ndarray) -> np.ndarray:
-        """Each query row answered from the context of its nearest cluster ``[n_query, k]``."""
-        local = self.local_
-        assert local is not None
-        route = local.route(x_query)
-        out = np.zeros((x_query.shape[0], k))
-        for c in np.unique(route):
-            q = np.flatnonzero(route == c)
-            rows = local.rows[int(c)]
-            out[q] = self._member_proba(ids, rows, y[rows], k, x_query[q])
-        if self._strategy() == "local+global":
-            glob = self._member_proba(ids, None, y, k, x_query)
-            out = np.sqrt(np.clip(out, 1e-300, None) * np.clip(glob, 1e-300, None))
-            out /= out.sum(axis=1, keepdims=True)
-        return out
-
-    def _warm_cache(self) -> None:
-        """``fit_mode="fit_with_cache"``: compute every context state now (one throwaway query row)."""
-        if self.fit_mode == "fit_with_cache":
-            self._predict_transformed(self.X_context_[:1])  # type: ignore[attr-defined]
+        return () if getattr(self, "projection_", None) is not None else super()._view_categoricals()
 
     # -- saved state ---------------------------------------------------------------------------
     def _tabflex_state(self) -> dict[str, Any]:
@@ -351,6 +202,3 @@ class TabFlexMixin:
         self.selection_ = Selection(str(state["selection"]), "", None, False, "restored by load()")
         p = list(state.get("projection") or [])
         self.projection_ = RandomProjection(int(p[1]), seed=int(p[2])).fit(int(p[0])) if p else None
-        self.inference_dtype_ = None
-        self.context_cache_ = {}
-        self._fit_local()  # deterministic from the stored context and members

@@ -1,399 +1,62 @@
 """Checkpoints: safetensors weights next to a JSON file. Loading never unpickles.
 
-A checkpoint at stem ``path`` is the pair ``path.safetensors`` + ``path.json``. The JSON holds
-the architecture name, its config, the package versions, the prior, the training steps, any
-extra metadata, and the SHA-256 of the weights file, so that a truncated or mismatched file is
-refused before anything is loaded.
+One save/load path for every model and estimator:
 
-Saving under faults (a kill -9 at any point, or two processes saving to one stem at once) never
-yields a mixed pair:
-
-1. the writer takes an exclusive ``flock`` on the folder (readers take a shared one), so saves
-   to one folder are serialised and a reader never sees half of a save;
-2. it removes what an earlier killed save left (``.<name>.pending`` and ``*.tmp`` files);
-3. it writes both new files completely as ``.<stem>.safetensors.pending`` and
-   ``.<stem>.json.pending`` (each through a temporary file, fsync, rename);
-4. it renames the weights into place, then the JSON.
-
-A kill before step 4 leaves the previous pair untouched. A kill between the two renames of step 4
-leaves the new weights beside the old JSON, and the new JSON complete as ``.pending``: loading
-finds that the pending JSON's SHA-256 matches the weights and uses it (the next save completes the
-rename). Any other mismatch is refused with :class:`~tabzoo.errors.CheckpointError`.
-
-The JSON's ``format`` is ``tabzoo-checkpoint/<version>``; a file of a newer version, or whose
-``architecture`` is not the one asked for, is refused with a message that says what to do.
+* :mod:`tabzoo.checkpoint.pair` - the pair format, atomic saves under faults, loading a model
+  (:func:`save_checkpoint`, :func:`load_checkpoint`, :func:`load_model`, :func:`load_weights`) and
+  training states (:func:`save_state`, :func:`load_state`);
+* :mod:`tabzoo.checkpoint.shipped` - checkpoints by name: a plugin's shipped ones or a user's path
+  stem (:func:`load_shipped_model`, :func:`find_checkpoint`, :func:`shipped_checkpoints`);
+* :mod:`tabzoo.checkpoint.io` - file primitives (atomic writes, folder locks, safetensors bytes).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import functools
-import json
-import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any
-
-import torch
-
-from tabzoo.checkpoint.io import (
-    atomic_write,
-    bytes_to_tensors,
-    flatten_state,
-    folder_lock,
-    read_bytes,
-    read_json,
-    sha256,
-    tensors_to_bytes,
-    unflatten_state,
+from tabzoo.checkpoint.io import flatten_state, unflatten_state
+from tabzoo.checkpoint.pair import (
+    FORMAT,
+    STATE_FORMAT,
+    Checkpoint,
+    load_checkpoint,
+    load_model,
+    load_state,
+    load_weights,
+    package_of,
+    save_checkpoint,
+    save_state,
 )
-from tabzoo.errors import CheckpointError, TabzooError
-
-FORMAT = "tabzoo-checkpoint/1"
-STATE_FORMAT = "tabzoo-state/1"
+from tabzoo.checkpoint.shipped import (
+    find_checkpoint,
+    load_pretrained,
+    load_shipped_model,
+    pretrained_path,
+    read_checkpoint_cached,
+    resolve_checkpoint,
+    shipped_checkpoints,
+    shipped_dir,
+)
+from tabzoo.errors import CheckpointError
 
 __all__ = [
+    "FORMAT",
+    "STATE_FORMAT",
     "Checkpoint",
     "CheckpointError",
+    "find_checkpoint",
     "flatten_state",
     "load_checkpoint",
     "load_model",
     "load_pretrained",
+    "load_shipped_model",
     "load_state",
+    "load_weights",
     "package_of",
     "pretrained_path",
     "read_checkpoint_cached",
     "resolve_checkpoint",
     "save_checkpoint",
     "save_state",
+    "shipped_checkpoints",
+    "shipped_dir",
     "unflatten_state",
-    "load_weights",
 ]
-
-
-def _paths(path: str | Path) -> tuple[Path, Path]:
-    p = Path(path)
-    stem = p.with_suffix("") if p.suffix in {".safetensors", ".json"} else p
-    return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
-
-
-@dataclass
-class Checkpoint:
-    """A loaded checkpoint: ``tensors`` (name -> tensor) and its ``meta`` dict."""
-
-    tensors: dict[str, torch.Tensor]
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def architecture(self) -> str:
-        return str(self.meta.get("architecture", ""))
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return dict(self.meta.get("config", {}))
-
-
-def _versions() -> dict[str, str]:
-    from tabzoo import __version__
-
-    return {"tabzoo-core": __version__, "torch": torch.__version__}
-
-
-@functools.lru_cache(maxsize=64)
-def _dist_of_module(top: str) -> tuple[str, str] | None:
-    """The distribution that installs top-level module ``top`` (editable installs included)."""
-    from importlib import metadata
-
-    if top == "tabzoo":
-        from tabzoo import __version__
-
-        return "tabzoo-core", __version__
-    # installed wheels list their modules; editable installs do not, so also try the module's name
-    # as a distribution name (tabzoo_tabflex -> tabzoo-tabflex)
-    names = [*metadata.packages_distributions().get(top, []), top, top.replace("_", "-")]
-    for dist in dict.fromkeys(names):
-        try:
-            return metadata.metadata(dist)["Name"], metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def package_of(model: Any, architecture: str) -> tuple[str | None, str | None]:
-    """``(distribution, version)`` that provides a model: the distribution of the module that
-    defines the model's class, else the plugin that registers ``architecture``, else ``(None, None)``."""
-    module = type(model).__module__ if isinstance(model, torch.nn.Module) else ""
-    top = module.split(".")[0]
-    if top and top not in {"torch", "builtins", "__main__"}:
-        found = _dist_of_module(top)
-        if found is not None:
-            return found
-    try:
-        from tabzoo.plugins import get_registry
-
-        record = get_registry().source("architectures", architecture)
-        return record.distribution, record.version
-    except Exception:  # an unregistered architecture (e.g. a bare nn.Module in a script)
-        return None, None
-
-
-def _pending(p: Path) -> Path:
-    return p.with_name(f".{p.name}.pending")
-
-
-def _clear_leftovers(weights: Path, meta_path: Path) -> None:
-    """Remove what a killed save of this stem left behind (call with the exclusive lock held)."""
-    for target in (weights, meta_path):
-        for junk in [_pending(target), *target.parent.glob(f".{target.name}.*.tmp"),
-                     *target.parent.glob(f".{_pending(target).name}.*.tmp")]:
-            try:
-                junk.unlink()
-            except FileNotFoundError:
-                pass
-
-
-def _write_pair(path: str | Path, tensors: Mapping[str, torch.Tensor], meta: dict[str, Any]) -> Path:
-    weights, meta_path = _paths(path)
-    data = tensors_to_bytes(tensors)
-    meta = {**meta, "sha256": sha256(data), "n_tensors": len(tensors)}
-    text = json.dumps(meta, indent=2, sort_keys=True).encode("utf-8")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    with folder_lock(weights.parent, exclusive=True):
-        _clear_leftovers(weights, meta_path)
-        pw, pj = _pending(weights), _pending(meta_path)
-        try:
-            atomic_write(pw, data)
-            atomic_write(pj, text)
-            os.replace(pw, weights)
-            os.replace(pj, meta_path)
-        except BaseException:
-            for p in (pw, pj):
-                if p.exists():
-                    p.unlink()
-            raise
-    return weights
-
-
-_FORMAT_RE = re.compile(r"^(tabzoo-(?:checkpoint|state))/(\d+)$")
-
-
-def _check_format(meta: dict[str, Any], meta_path: Path, expected_format: str) -> None:
-    found = meta.get("format")
-    if found == expected_format:
-        return
-    want = _FORMAT_RE.match(expected_format)
-    got = _FORMAT_RE.match(found) if isinstance(found, str) else None
-    if want and got and got.group(1) == want.group(1) and int(got.group(2)) > int(want.group(2)):
-        from tabzoo import __version__
-
-        written = meta.get("versions", {}).get("tabzoo-core", "?") if isinstance(meta.get("versions"), dict) else "?"
-        raise CheckpointError(
-            f"{meta_path} has format version {got.group(2)} (written by tabzoo-core {written}); this "
-            f"tabzoo-core {__version__} reads version {want.group(2)} only. Upgrade: pip install -U tabzoo-core."
-        )
-    raise CheckpointError(
-        f"{meta_path} has format {found!r}, expected {expected_format!r}; "
-        "it was not written by this kind of tabzoo save."
-    )
-
-
-def _read_pair(path: str | Path, expected_format: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    weights, meta_path = _paths(path)
-    with folder_lock(weights.parent, exclusive=False):
-        meta = read_json(meta_path)
-        _check_format(meta, meta_path, expected_format)
-        data = read_bytes(weights)
-        digest = sha256(data)
-        if digest != meta.get("sha256"):
-            pending = _pending(meta_path)
-            newer = None
-            if pending.exists():  # a save killed between its two renames: roll forward
-                try:
-                    newer = read_json(pending)
-                except CheckpointError:
-                    newer = None
-            if newer is None or newer.get("sha256") != digest:
-                raise CheckpointError(
-                    f"{weights} does not match the SHA-256 recorded in {meta_path.name}: the weights are "
-                    "truncated, corrupt, or from another save. Nothing was loaded; save the checkpoint again."
-                )
-            _check_format(newer, pending, expected_format)
-            meta = newer
-    return bytes_to_tensors(data, weights), meta
-
-
-def _check_architecture(meta: dict[str, Any], path: str | Path, architecture: str | None) -> None:
-    if architecture is None:
-        return
-    found = meta.get("architecture")
-    if found != architecture:
-        raise CheckpointError(
-            f"checkpoint {path} holds architecture {found!r} (its JSON says so), not {architecture!r}. "
-            f"Load it with the {found!r} model (tabzoo.checkpoint.load_model(path) builds the right "
-            f"one), or pick a checkpoint of {architecture!r}."
-        )
-
-
-def save_checkpoint(
-    path: str | Path,
-    model: torch.nn.Module | Mapping[str, torch.Tensor],
-    *,
-    architecture: str,
-    config: Mapping[str, Any],
-    prior: str | None = None,
-    steps: int | None = None,
-    package_version: str | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> Path:
-    """Save weights to ``path.safetensors`` and metadata to ``path.json`` atomically.
-
-    :param model: a module (its ``state_dict()`` is saved) or a flat ``{name: tensor}`` dict.
-    :param config: the architecture config, JSON-serialisable.
-    :param package_version: the version of the package that provides the model; by default it is
-        looked up (:func:`package_of`), and recorded with the distribution's name as ``package``.
-    :returns: the path of the weights file.
-    """
-    tensors = model.state_dict() if isinstance(model, torch.nn.Module) else dict(model)
-    package, found_version = package_of(model, architecture)
-    if package_version is None:
-        package_version = found_version
-    meta: dict[str, Any] = {
-        "format": FORMAT,
-        "architecture": architecture,
-        "config": dict(config),
-        "prior": prior,
-        "steps": steps,
-        "package": package,
-        "package_version": package_version,
-        "versions": _versions(),
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "extra": dict(extra or {}),
-    }
-    try:
-        json.dumps(meta)
-    except TypeError as exc:
-        raise CheckpointError(f"checkpoint metadata must be JSON-serialisable: {exc}") from exc
-    return _write_pair(path, tensors, meta)
-
-
-def load_checkpoint(path: str | Path, *, architecture: str | None = None) -> Checkpoint:
-    """Load a checkpoint saved by :func:`save_checkpoint`; refuses corrupt or partial files.
-
-    :param architecture: when given, the architecture the JSON must name.
-    :raises CheckpointError: missing, truncated, corrupt, mixed, newer-format or other-architecture files.
-    """
-    tensors, meta = _read_pair(path, FORMAT)
-    _check_architecture(meta, path, architecture)
-    return Checkpoint(tensors=tensors, meta=meta)
-
-
-def load_model(
-    path: str | Path, build: Any = None, *, strict: bool = True, architecture: str | None = None
-) -> torch.nn.Module:
-    """Build a model and load a checkpoint into it.
-
-    :param build: ``build(config) -> nn.Module``; by default the registered architecture of
-        the checkpoint's ``architecture`` name builds it.
-    :param architecture: the architecture the checkpoint must hold; by default, when ``build``
-        is given, the built model's ``architecture`` attribute (if it has one) is compared.
-    """
-    ckpt = load_checkpoint(path, architecture=architecture)
-    if build is None:
-        from tabzoo.plugins import get_architecture
-
-        model = get_architecture(ckpt.architecture).build(ckpt.config)
-    else:
-        model = build(ckpt.config)
-        own = getattr(model, "architecture", None)
-        if architecture is None and isinstance(own, str):
-            _check_architecture(ckpt.meta, path, own)
-    if strict:
-        load_weights(model, ckpt.tensors, what=f"checkpoint {path}",
-                     target=f"architecture {ckpt.architecture!r} with its config",
-                     fix="Use the config stored in the checkpoint's JSON.")
-    else:
-        model.load_state_dict(ckpt.tensors, strict=False)
-    return model
-
-
-def load_weights(model: torch.nn.Module, tensors: Mapping[str, torch.Tensor], *, what: str, target: str,
-                 fix: str, error: type[TabzooError] = CheckpointError) -> None:
-    """Load ``tensors`` into ``model``; refuse any missing or unexpected key.
-
-    Raises ``error`` (default :class:`CheckpointError`) as ``"<what> does not fit <target>: missing
-    keys [...], unexpected keys [...]. <fix>"``, listing at most 8 keys of each.
-    """
-    missing, unexpected = model.load_state_dict(dict(tensors), strict=False)
-    if missing or unexpected:
-        raise error(f"{what} does not fit {target}: missing keys {list(missing)[:8]}, "
-                    f"unexpected keys {list(unexpected)[:8]}. {fix}")
-
-
-def pretrained_path(package: str, name: str) -> Path:
-    """Path stem of a checkpoint shipped as package data under ``<package>/checkpoints/<name>``."""
-    root = resources.files(package).joinpath("checkpoints")
-    stem = Path(str(root)) / name
-    if not stem.with_name(name + ".json").exists():
-        available = sorted(p.stem for p in Path(str(root)).glob("*.json")) if Path(str(root)).is_dir() else []
-        raise CheckpointError(
-            f"package {package!r} ships no checkpoint named {name!r}; available: {available}."
-        )
-    return stem
-
-
-def resolve_checkpoint(checkpoint: str, shipped_dir: str | Path, *, model: str, cli_name: str) -> Path:
-    """Path stem of ``checkpoint``: a name shipped in ``shipped_dir``, or the stem (with or without
-    ``.json`` / ``.safetensors``) of a user's ``.safetensors`` + ``.json`` pair.
-
-    :param model: the model's name in the error message (``"TabFlex"``).
-    :param cli_name: its ``tabzoo pretrain --model`` name, for the fix in the message.
-    :raises CheckpointError: neither, naming the shipped checkpoints.
-    """
-    shipped_dir = Path(shipped_dir)
-    # a shipped name is a bare name: an absolute path joined to shipped_dir would replace it
-    if Path(checkpoint).name == checkpoint and (shipped_dir / f"{checkpoint}.json").exists():
-        return shipped_dir / checkpoint
-    path = Path(checkpoint)
-    if path.suffix in (".json", ".safetensors"):
-        path = path.with_suffix("")
-    if Path(str(path) + ".json").exists() and Path(str(path) + ".safetensors").exists():
-        return path
-    shipped = sorted(q.stem for q in shipped_dir.glob("*.json"))
-    raise CheckpointError(
-        f"{model} checkpoint {checkpoint!r} not found: it is neither a shipped checkpoint {shipped} nor a "
-        "path stem of a .safetensors + .json pair. Pass one of those names or the stem of a file written "
-        f"by `tabzoo pretrain --model {cli_name}`."
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _read_cached(stem: str, mtime: float) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    ckpt = load_checkpoint(stem)
-    return dict(ckpt.tensors), dict(ckpt.config)
-
-
-def read_checkpoint_cached(stem: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """``(tensors, config)`` of the checkpoint at ``stem``, read once per path and JSON mtime
-    (a rewritten checkpoint is read again). The returned objects are shared: do not modify them."""
-    return _read_cached(str(stem), Path(str(stem) + ".json").stat().st_mtime)
-
-
-def load_pretrained(package: str, name: str) -> Checkpoint:
-    """Load a checkpoint shipped as package data, with no network access."""
-    return load_checkpoint(pretrained_path(package, name))
-
-
-def save_state(path: str | Path, state: Any, *, extra: Mapping[str, Any] | None = None) -> Path:
-    """Save a nested training state (model, optimizer, scheduler, RNG, step) without pickle."""
-    tree, tensors = flatten_state(state)
-    meta = {"format": STATE_FORMAT, "tree": tree, "versions": _versions(), "extra": dict(extra or {})}
-    return _write_pair(path, tensors, meta)
-
-
-def load_state(path: str | Path) -> Any:
-    """Load a state saved by :func:`save_state`."""
-    tensors, meta = _read_pair(path, STATE_FORMAT)
-    return unflatten_state(meta["tree"], tensors)

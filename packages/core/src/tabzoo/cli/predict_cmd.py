@@ -31,6 +31,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--test", required=True, help="rows to predict, .csv or .parquet")
     p.add_argument("--target", required=True, help="name of the target column in --train")
     p.add_argument("--out", default=None, help="output .csv or .parquet (default: CSV on stdout)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file (never an input)")
     p.add_argument("--estimator", default=None, help="override the estimator, 'pkg.module:Class'")
     p.add_argument("--n-estimators", type=int, default=None, help="ensemble members")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda, ...")
@@ -139,20 +140,30 @@ def _read_parquet(path: str) -> Any:
     return table.to_pandas()
 
 
-def _write(frame: Any, path: str | None) -> None:
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--out`` before any work: unknown type, an input, or (without --overwrite) a file."""
+    from tabzoo.cli._files import check_output
     from tabzoo.errors import TabzooInputError
+
+    if args.out is None:
+        return
+    suffix = Path(args.out).suffix.lower()
+    if suffix not in READERS:
+        raise TabzooInputError(f"--out {args.out}: unknown file type {suffix!r}; use .csv or .parquet.")
+    check_output(args.out, inputs=(args.train, args.test, args.checkpoint), overwrite=args.overwrite)
+
+
+def _write(frame: Any, path: str | None) -> None:
+    """Write ``frame`` as CSV to stdout, or atomically to ``path`` (CSV or Parquet by suffix)."""
+    from tabzoo.cli._files import write_via
 
     if path is None:
         frame.to_csv(sys.stdout, index=False)
         return
-    suffix = Path(path).suffix.lower()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".csv":
-        frame.to_csv(path, index=False)
-    elif suffix in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
+    if Path(path).suffix.lower() == ".csv":
+        write_via(path, lambda tmp: frame.to_csv(tmp, index=False))
     else:
-        raise TabzooInputError(f"--out {path}: unknown file type {suffix!r}; use .csv or .parquet.")
+        write_via(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _check_extras(args: argparse.Namespace) -> None:
@@ -195,21 +206,12 @@ def _with_checkpoint(cls: Any, est: Any, stem: Path, arch: str) -> Any:
     from tabzoo.errors import TabzooInputError
     from tabzoo.estimators.base import InContextEstimator
 
-    if "checkpoint" in est.get_params(deep=False):  # the plugin's own way (e.g. TabFlex, ORION-MSP)
-        return est.set_params(checkpoint=str(stem))
     if not isinstance(est, InContextEstimator):
         raise TabzooInputError(
             f"--checkpoint: the estimator of {arch!r} ({cls.__name__}) trains in fit and takes no "
             "pretrained weights; drop --checkpoint."
         )
-
-    def _load_model(self: Any) -> Any:
-        from tabzoo.checkpoint import load_model
-
-        return load_model(stem, architecture=arch)
-
-    sub = type(cls.__name__, (cls,), {"_load_model": _load_model, "__module__": cls.__module__})
-    return sub(**est.get_params(deep=False))
+    return est.use_checkpoint(stem, architecture=arch)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -222,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
     from tabzoo.plugins import get_architecture, resolve_object
 
     _check_extras(args)
+    _check_out(args)
     t0 = time.perf_counter()
     stem = None
     if args.checkpoint is not None:

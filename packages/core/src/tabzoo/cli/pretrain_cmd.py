@@ -14,6 +14,7 @@ The progress bar needs tqdm (``tabzoo-core[progress]``); without it the run says
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -83,8 +84,11 @@ def _load_json(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     if text.startswith("@"):
-        with open(text[1:], encoding="utf-8") as fh:
-            text = fh.read()
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TabzooInputError(f"--config {text}: cannot read {text[1:]} ({exc}); check the path.") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -99,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
 
     from tabzoo.cli._extras import is_missing, note_once
     from tabzoo.train import TrainConfig, pretrain
+    from tabzoo.train.lock import run_lock
+    from tabzoo.train.state import require_resumable
 
     t0 = time.perf_counter()
     main_rank = int(os.environ.get("RANK", "0")) == 0
@@ -109,8 +115,11 @@ def run(args: argparse.Namespace) -> int:
                       "--no-progress silences this note.")
         options["progress"] = False
     cfg = TrainConfig.from_dict(options)
-    result = pretrain(args.model, args.prior, out=args.out, config=cfg, resume=args.resume,
-                      overwrite=args.overwrite)
+    if args.resume:
+        require_resumable(args.out)
+    with run_lock(args.out) if main_rank else contextlib.nullcontext():
+        result = pretrain(args.model, args.prior, out=args.out, config=cfg, resume=args.resume,
+                          overwrite=args.overwrite)
     if main_rank:  # one summary under torchrun
         loss = f", final loss {result.losses[-1]:.4g}" if result.losses else ""
         start = f"steps {result.resumed_from}->{result.steps}" if result.resumed_from else f"{result.steps} steps"

@@ -31,21 +31,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from tabzoo.errors import TabzooError, TabzooInputError
+from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.encoding import OneHotExpander, check_encoding, plan_onehot
+from tabzoo.estimators.ensemble import EnsemblePath, NonFiniteOutputError
 from tabzoo.estimators.members import (
+    EnsembleMember,
     MemberView,
     category_tables,
     check_transforms,
     fit_member_views,
-)
-from tabzoo.estimators.options import as_table_input, resolve_categorical_features
-from tabzoo.estimators.preprocessing import (
-    CATEGORICAL,
-    EnsembleMember,
-    TabularPreprocessor,
     make_members,
 )
+from tabzoo.estimators.options import (
+    as_table_input,
+    resolve_categorical_features,
+    resolve_inference_dtype,
+)
+from tabzoo.estimators.preprocessing import CATEGORICAL, TabularPreprocessor
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,
@@ -59,21 +61,26 @@ logger = logging.getLogger(__name__)
 __all__ = ["InContextEstimator", "NonFiniteOutputError", "resolve_device"]
 
 
-class NonFiniteOutputError(TabzooError, FloatingPointError):
-    """The model returned NaN or inf for finite, validated inputs: a bug of the model, never passed on."""
-
-
 def resolve_device(device: str | torch.device) -> torch.device:
     """``"auto"`` is ``cuda`` when a GPU is available, else ``cpu``; anything else is passed on."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise TabzooInputError(f"device {device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'.") from exc
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise TabzooInputError(
+            f"device {device!r} was asked for but this machine has {have} CUDA device(s); use "
+            "device='cpu', or 'auto' (cuda when available, else cpu)."
+        )
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise TabzooInputError(f"device {device!r} is not available here; use device='cpu' or 'auto'.")
+    return dev
 
 
-class InContextEstimator(BaseEstimator):
+class InContextEstimator(EnsemblePath, BaseEstimator):
     """Shared machinery of :class:`InContextClassifier` and :class:`InContextRegressor`.
 
     :param n_estimators: ensemble members (feature shuffles, and class shifts for classifiers).
@@ -109,6 +116,30 @@ class InContextEstimator(BaseEstimator):
             "return tabzoo.checkpoint.load_model(pretrained_path('my_pkg', 'default'))."
         )
 
+    def use_checkpoint(self, path: str | Path, *, architecture: str | None = None) -> InContextEstimator:
+        """Fit with the model of the checkpoint at stem ``path`` (e.g. ``tabzoo pretrain``'s output) instead
+        of the plugin's own weights; ``tabzoo predict --checkpoint`` calls it.
+
+        An estimator with a ``checkpoint`` parameter (TabFlex, ORION-MSP) gets it set; any other loads the
+        pair with :func:`tabzoo.checkpoint.load_model` at ``fit``. That choice is not a constructor
+        parameter: ``sklearn.base.clone`` returns to the plugin's weights.
+
+        :param architecture: the architecture the checkpoint must hold (refused at ``fit`` otherwise).
+        """
+        if "checkpoint" in self.get_params(deep=False):
+            return self.set_params(checkpoint=str(path))
+        self._checkpoint_path = (Path(path), architecture)
+        return self
+
+    def _fit_model(self) -> torch.nn.Module:
+        """The model ``fit`` uses: the plugin's (:meth:`_load_model`) or :meth:`use_checkpoint`'s."""
+        given: tuple[Path, str | None] | None = getattr(self, "_checkpoint_path", None)
+        if given is None:
+            return self._load_model()
+        from tabzoo.checkpoint import load_model
+
+        return load_model(given[0], architecture=given[1])
+
     def _model_limit(self, name: str) -> int | None:
         own = getattr(type(self), name, None)
         if own is not None:
@@ -133,7 +164,10 @@ class InContextEstimator(BaseEstimator):
         self.preprocessor_ = TabularPreprocessor().fit(X, categorical=cats)
         self.member_views_: list[MemberView] | None = None
         self.device_ = str(resolve_device(self.device))
-        self.model_ = self._load_model().to(self.device_).eval()
+        self.model_ = self._fit_model().to(self.device_).eval()
+        self.inference_dtype_: torch.dtype | None = resolve_inference_dtype(
+            getattr(self, "inference_precision", "fp32"), self.device_)
+        self.context_cache_: dict[str, Any] = {}
         self.encoder_ = self._fit_encoder(encoding)
         return self._encode_rows(self.preprocessor_.transform(X))
 
@@ -227,49 +261,21 @@ class InContextEstimator(BaseEstimator):
         for start in starts:
             yield slice(start, min(start + size, n_query))
 
-    def _forward(self, x_query: np.ndarray, y_context: list[np.ndarray]) -> Iterator[tuple[slice, torch.Tensor]]:
-        """Run every member on every chunk of query rows.
+    def _after_fit(self) -> None:
+        """Last step of ``fit``: views fitted (so predict leaves ``__dict__`` unchanged), local contexts
+        clustered, and with ``fit_mode="fit_with_cache"`` every context state computed."""
+        self._views()
+        self._fit_local()
+        self._warm_cache()
 
-        :param x_query: ``[n_query, n_features]`` preprocessed query rows.
-        :param y_context: per member, the context labels it shows the model, ``[n_context]``.
-        :returns: per chunk, its slice and the logits ``[n_members, chunk, n_out]`` (float32, cpu).
-        """
-        dev = torch.device(self.device_)
-        ctx = torch.from_numpy(self.X_context_)
-        pad = self._model_limit("max_features")
-        views = self._views()
-        feats = [m.features for m in self.members_]
-        width = max(len(f) for f in feats) if pad is None else max(pad, max(len(f) for f in feats))
-        ctx_m = torch.zeros(len(feats), ctx.shape[0], width)
-        for i, (f, view) in enumerate(zip(feats, views, strict=True)):
-            ctx_m[i, :, : len(f)] = torch.from_numpy(view.apply(self.X_context_))
-        ctx_m = ctx_m.to(dev)
-        y_m = torch.from_numpy(np.stack(y_context).astype(np.float32)).to(dev)
-        xq = torch.from_numpy(x_query)
-        for sl in self._chunks(xq.shape[0]):
-            q = torch.zeros(len(feats), sl.stop - sl.start, width)
-            for i, (f, view) in enumerate(zip(feats, views, strict=True)):
-                q[i, :, : len(f)] = torch.from_numpy(view.apply(x_query[sl]))
-            x = torch.cat([ctx_m, q.to(dev)], dim=1)
-            with torch.inference_mode():
-                out = self.model_(x, y_m)
-            if out.dim() == 2:
-                out = out.unsqueeze(-1)
-            if out.shape[:2] != (len(feats), sl.stop - sl.start):
-                raise TabzooInputError(
-                    f"the model returned shape {tuple(out.shape)} for {sl.stop - sl.start} query rows and "
-                    f"{len(feats)} members; an in-context model must return [batch, n_query, n_out]."
-                )
-            out = out.float().cpu()
-            bad = ~torch.isfinite(out)
-            if bool(bad.any()):
-                member, row = (int(i) for i in torch.nonzero(bad)[0][:2])
-                raise NonFiniteOutputError(
-                    f"the model of {type(self).__name__} returned a non-finite value for query row "
-                    f"{sl.start + row} (ensemble member {member}) although its inputs were finite; tabzoo "
-                    "never returns NaN predictions. Report it to the model's authors, with that row."
-                )
-            yield sl, out
+    def _warm_cache(self) -> None:
+        """``fit_mode="fit_with_cache"``: compute every context state now (one throwaway query row)."""
+        if getattr(self, "fit_mode", "fit_preprocessors") == "fit_with_cache":
+            self._predict_transformed(self.X_context_[:1])
+
+    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+        """Predictions of preprocessed query rows ``xq [n_query, F]`` (the classifier and regressor define it)."""
+        raise NotImplementedError
 
     # -- pickle-free save / load -------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:
@@ -340,6 +346,9 @@ class InContextEstimator(BaseEstimator):
             est.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
         est._set_extra_state(state["extra"])
         est.device_ = str(resolve_device(est.device))
+        est.inference_dtype_ = None  # resolved on the device it is loaded to
+        est.context_cache_ = {}
+        est._fit_local()  # deterministic from the stored context and members
         model = est._load_model()
         own = str(getattr(model, "architecture", type(model).__name__))
         ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=own)

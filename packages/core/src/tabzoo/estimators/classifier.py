@@ -88,7 +88,7 @@ class InContextClassifier(ClassifierMixin, InContextEstimator):
         self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
         self.y_context_ = encoded
         self.members_ = self._make_members(Xt.shape[1], self.n_classes_)
-        self._views()  # fitted here, so predict leaves __dict__ unchanged
+        self._after_fit()
         return self
 
     def _extra_state(self) -> dict[str, Any]:
@@ -106,29 +106,15 @@ class InContextClassifier(ClassifierMixin, InContextEstimator):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
-        xq = self._transform_query(X)
+        check_is_fitted(self, "classes_")
+        return self._predict_transformed(self._transform_query(X))
+
+    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+        """Probabilities ``[n_query, n_classes]`` of preprocessed query rows (the core's ensemble path)."""
         k = self.n_classes_
-        out = np.zeros((xq.shape[0], k), dtype=np.float64)
         if k == 1:
-            out[:] = 1.0
-            return out
-        y_members = [(self.y_context_ + m.class_shift) % k for m in self.members_]
-        shifts = torch.tensor([m.class_shift for m in self.members_])
-        # member i shows class c at head position (c + shift_i) % k: gather it back
-        gather = (torch.arange(k)[None, :] + shifts[:, None]) % k  # [members, k]
-        for sl, logits in self._forward(xq, y_members):
-            if logits.shape[-1] < k:
-                raise TabzooInputError(
-                    f"the model outputs {logits.shape[-1]} classes but y has {k}; use a model with a "
-                    "larger head."
-                )
-            logp = torch.log_softmax(logits[..., :k].double(), dim=-1)  # [members, chunk, k]
-            logp = torch.gather(logp, 2, gather[:, None, :].expand(-1, logp.shape[1], -1))
-            if self.average == "logits":
-                proba = torch.softmax(logp.mean(0), dim=-1)
-            else:
-                proba = logp.exp().mean(0)
-            out[sl] = proba.numpy()
+            return np.ones((xq.shape[0], 1))
+        out = self._proba(np.asarray(self.y_context_, dtype=np.int64), k, xq)
         return out / out.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -174,7 +160,7 @@ class InContextRegressor(RegressorMixin, InContextEstimator):
         self.X_context_ = np.ascontiguousarray(Xt, dtype=np.float32)
         self.y_context_ = yc.astype(np.float32)
         self.members_ = self._make_members(Xt.shape[1], 1)
-        self._views()  # fitted here, so predict leaves __dict__ unchanged
+        self._after_fit()
         return self
 
     def _extra_state(self) -> dict[str, Any]:
@@ -187,12 +173,12 @@ class InContextRegressor(RegressorMixin, InContextEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted values ``[n_samples]`` (float64)."""
-        xq = self._transform_query(X)
-        out = np.zeros(xq.shape[0], dtype=np.float64)
-        y_members = [self.y_context_ for _ in self.members_]
-        for sl, logits in self._forward(xq, y_members):
-            values = self._regression_output(logits).double()
-            out[sl] = values.mean(0).numpy()
+        check_is_fitted(self, "y_context_")
+        return self._predict_transformed(self._transform_query(X))
+
+    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+        """Values ``[n_query]`` of preprocessed query rows: the members' mean output, de-standardised."""
+        out = self._member_values(xq, self._regression_output)
         with np.errstate(over="ignore"):
             pred = out * self.y_scale_ + self.y_mean_
         # documented: a prediction beyond the float64 range is clipped to it, never inf

@@ -15,8 +15,10 @@ from tabzoo.errors import InputTypeError, TabzooInputError
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+    from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
     from sklearn.utils.multiclass import check_classification_targets
-    from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+    from sklearn.utils.validation import check_array, column_or_1d, validate_data
+    from sklearn.utils.validation import check_is_fitted as _sklearn_check_is_fitted
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "tabzoo.estimators needs scikit-learn >= 1.6: pip install 'tabzoo-core[sklearn]'."
@@ -29,11 +31,34 @@ __all__ = [
     "check_classification_targets",
     "check_input_array",
     "check_is_fitted",
+    "check_label_types",
     "check_n_features_and_names",
+    "check_params",
+    "not_fitted",
     "classification_labels",
     "regression_targets",
     "require_y",
 ]
+
+
+def check_is_fitted(estimator: Any, attributes: str | list[str] | None = None) -> None:
+    """scikit-learn's ``check_is_fitted``, raising :class:`tabzoo.errors.NotFittedError` (both a
+    ``TabzooInputError`` and scikit-learn's ``NotFittedError``) with the fix."""
+    try:
+        _sklearn_check_is_fitted(estimator, attributes)
+    except _SklearnNotFittedError as exc:
+        raise not_fitted(estimator) from exc
+
+
+def not_fitted(estimator: Any) -> Exception:
+    """The :class:`tabzoo.errors.NotFittedError` for ``estimator`` (to raise)."""
+    from tabzoo.errors import NotFittedError
+
+    name = type(estimator).__name__
+    return NotFittedError(
+        f"This {name} instance is not fitted yet. Call fit(X, y) first, or load a fitted model "
+        f"(e.g. {name}.load(path) where the estimator has one)."
+    )
 
 
 def _is_dataframe(X: Any) -> bool:
@@ -211,3 +236,24 @@ def regression_targets(y: Any, n_rows: int) -> np.ndarray:
         row = int(np.flatnonzero(~np.isfinite(y))[0])
         raise TabzooInputError(f"y contains NaN or inf (row {row}); drop those rows or impute the target before fit.")
     return y
+
+
+
+def check_params(estimator: Any, **kinds: tuple[str, ...]) -> None:
+    """Check numeric constructor arguments at the start of ``fit``, before anything is built; a
+    ``None`` value is skipped (it means "use the default").
+
+    ``kinds`` maps an argument kind to attribute names, e.g. ``positive_int=("steps",),
+    positive=("lr",), fraction=("dropout",)``; kinds: ``positive_int``, ``nonnegative_int``,
+    ``positive``, ``nonnegative``, ``fraction`` (``[0, 1)``), ``unit`` (``[0, 1]``), as in
+    :func:`tabzoo.table.validation.check_number`.
+
+    :raises TabzooInputError: naming the first bad argument, its value and what it must be.
+    """
+    from tabzoo.table.validation import check_number
+
+    for kind, names in kinds.items():
+        for name in names:
+            value = getattr(estimator, name)
+            if value is not None:
+                check_number(name, value, kind, where=f"{type(estimator).__name__}: ")

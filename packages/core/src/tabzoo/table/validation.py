@@ -6,8 +6,9 @@ the tensor, the row (and column) and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 
 from tabzoo.table.errors import (
@@ -28,6 +29,8 @@ __all__ = [
     "check_finite_features",
     "check_finite_labels",
     "check_in_context_call",
+    "check_number",
+    "check_target_values",
     "check_task",
     "check_tensor",
 ]
@@ -181,3 +184,67 @@ def check_in_context_call(x: object, y: object, n_context: int, max_classes: int
     for episode in y_context:
         check_context_classes(episode, None)
     return y_context
+
+
+# -- estimator boundaries (numpy; no scikit-learn needed) --------------------------------------
+_NUMBER_KINDS: dict[str, tuple[str, bool, Callable[[float], bool]]] = {
+    "positive_int": ("an integer >= 1", True, lambda v: v >= 1),
+    "nonnegative_int": ("an integer >= 0", True, lambda v: v >= 0),
+    "positive": ("a finite number > 0", False, lambda v: v > 0),
+    "nonnegative": ("a finite number >= 0", False, lambda v: v >= 0),
+    "fraction": ("a finite number in [0, 1)", False, lambda v: 0 <= v < 1),
+    "unit": ("a finite number in [0, 1]", False, lambda v: 0 <= v <= 1),
+}
+"""The argument kinds :func:`check_number` knows: what each must be."""
+
+
+def check_number(name: str, value: object, kind: str, where: str = "") -> None:
+    """An argument that must be a positive integer, a finite positive number, a fraction, ...
+    (``kind`` is a key of ``_NUMBER_KINDS``); refused with its name, value and what it must be."""
+    need, integer, ok = _NUMBER_KINDS[kind]
+    good = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+    if good and integer:
+        good = isinstance(value, int | np.integer)
+    if good:
+        v = float(value)  # type: ignore[arg-type]
+        good = bool(np.isfinite(v)) and ok(v)
+    if not good:
+        raise InvalidValueError(f"{where}{name}={value!r}: {name} must be {need}; pass such a value")
+
+
+def check_target_values(
+    name: str, y: object, kind: str, n_rows: int | None = None, classes: Sequence[float] | None = None
+) -> np.ndarray:
+    """Numeric labels at an estimator's boundary, checked once here for every estimator: 1-d,
+    one per row, finite, and for ``kind="classification"`` only values in ``classes`` (the
+    classes declared by the task or seen at fit).
+
+    :param y: ``[n]`` labels (anything ``np.asarray`` takes).
+    :return: ``y`` as float64 ``[n]``.
+    :raises InvalidLabelError: naming the first bad row and the fix.
+    """
+    if kind not in TASKS:
+        raise InvalidTaskError(f"task kind {kind!r} is not one of {TASKS}; pass one of them")
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidLabelError(f"{name} must hold numbers ({exc}); encode the labels as numbers") from exc
+    if arr.ndim != 1:
+        raise ShapeError(f"{name} must be 1-d (one label per row), got shape {arr.shape}")
+    if n_rows is not None and len(arr) != n_rows:
+        raise ShapeError(f"{name} has {len(arr)} labels for {n_rows} rows; pass one label per row")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        every = " (every label is missing)" if bad.all() else ""
+        raise InvalidLabelError(
+            f"{name} row {row} is {arr[row]}{every}; labels must be finite: drop the rows without a "
+            "label or impute them")
+    if kind == "classification" and classes is not None:
+        unseen = ~np.isin(arr, np.asarray(classes, dtype=np.float64))
+        if unseen.any():
+            row = int(np.flatnonzero(unseen)[0])
+            raise UnseenLabelError(
+                f"{name} row {row} is {arr[row]}, not one of the task's classes "
+                f"{[float(c) for c in classes]}; encode the labels as those classes (e.g. binarise)")
+    return arr

@@ -57,6 +57,8 @@ class TrainConfig:
         random numbers than a worker's CPU draw.
     :param prefetch_depth: finished batches each worker may hold ahead of the loop (memory cost:
         ``workers * prefetch_depth`` batches).
+    :param stop_after: stop once this step is done (the schedule still spans ``steps``), e.g. to
+        split a long run over sessions; a later call with ``resume`` continues it exactly.
     """
 
     steps: int = 1000
@@ -79,6 +81,7 @@ class TrainConfig:
     freeze: list[str] = field(default_factory=list)
     workers: int | str = "auto"
     prefetch_depth: int = 2
+    stop_after: int | None = None
 
     def __post_init__(self) -> None:
         if int(self.steps) < 1:
@@ -102,6 +105,8 @@ class TrainConfig:
             )
         if isinstance(self.prefetch_depth, bool) or not isinstance(self.prefetch_depth, int) or self.prefetch_depth < 1:
             raise TabzooInputError(f"prefetch_depth must be an integer >= 1, got {self.prefetch_depth!r}.")
+        if self.stop_after is not None and int(self.stop_after) < 1:
+            raise TabzooInputError(f"stop_after must be >= 1 (or None), got {self.stop_after}.")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

@@ -9,6 +9,11 @@ processes computes the same updates as one process over the same global batch.
 Prefetching (``TrainConfig.workers``): background processes draw those same batches ahead of the
 step (:mod:`tabzoo.train.prefetch`), so prior generation overlaps training; the batches, and so the
 run, are identical with and without it.
+
+Models with their own objective: a model that defines ``pretrain_loss(batch) -> scalar tensor``
+(e.g. Ramba's masked-cell loss) is trained with it on whatever its prior's ``sample`` returns,
+instead of the in-context episode loss; everything else (schedule, clipping, seeds, checkpoints,
+resume) is the same.
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ import torch
 from torch.nn import functional as F
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.kernels.hardware import cpu_has_fast_bf16
 from tabzoo.train import dist as tzdist
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.lock import LOCK
 from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
     capture_rng,
+    check_resume,
     load_latest,
     machine_info,
     plot_learning_curve,
@@ -157,13 +165,6 @@ def _amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
     return torch.bfloat16, False
 
 
-def cpu_has_fast_bf16() -> bool:
-    """True when the CPU has native bf16 matrix instructions (AVX512-BF16 or AMX)."""
-    cpu = getattr(torch, "cpu", None)
-    checks = [getattr(cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(bool(f()) for f in checks if callable(f))
-
-
 def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
     if cfg.device == "auto":
         if torch.cuda.is_available():
@@ -174,7 +175,7 @@ def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
 
 def _refuse_existing_run(out: Path) -> None:
     """Raise when ``out`` already holds files: starting afresh there would replace a run."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(p.name != LOCK for p in out.iterdir())):
         what = "a run" if (out / "latest.json").exists() else "files"
         raise TabzooInputError(
             f"{out} already holds {what}; pretraining there would overwrite it. Pass --resume to "
@@ -244,6 +245,8 @@ class _Run:
         self.sched = torch.optim.lr_scheduler.LambdaLR(
             self.opt, WarmupCosine(cfg.steps, cfg.resolved_warmup(), cfg.min_lr_ratio)
         )
+        own_loss = getattr(self.model, "pretrain_loss", None)
+        self.own_loss = own_loss if callable(own_loss) else None
         self.losses: list[float] = []
         self.step = 0
         self.wall_before = 0.0
@@ -313,6 +316,7 @@ class _Run:
                 f"{self.out} holds a run of architecture {state['architecture']!r}, not {self.arch!r}; "
                 "use another --out folder or the same --model."
             )
+        check_resume(state, prior=self.prior_name, config=self.cfg.to_dict())
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
@@ -375,12 +379,16 @@ class _Run:
         local = 0.0
         for u in self.my_draws:
             batch = self.source.get(self.step, u)  # = draw_batch(prior, ..., seed, step, u): same either way
-            x, y_ctx = model_inputs(self.model, batch)
             ctx = (torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None
                    else contextlib.nullcontext())
-            with ctx:
-                logits = self.model(x, y_ctx)
-            loss = episode_loss(self.model, logits.float(), batch)
+            if self.own_loss is not None:
+                with ctx:
+                    loss = self.own_loss(batch).float()
+            else:
+                x, y_ctx = model_inputs(self.model, batch)
+                with ctx:
+                    logits = self.model(x, y_ctx)
+                loss = episode_loss(self.model, logits.float(), batch)
             if not torch.isfinite(loss):
                 raise FloatingPointError(
                     f"loss is {loss.item()} at step {self.step} (draw {u}); lower lr, turn amp off, or "
@@ -419,7 +427,8 @@ class _Run:
                                             draws=self.my_draws, draw_size=self.draw_size)
             n_workers = len(getattr(self.source, "processes", ()))
             t_step = time.perf_counter()
-            while self.step < cfg.steps:
+            end = cfg.steps if cfg.stop_after is None else min(cfg.steps, int(cfg.stop_after))
+            while self.step < end:
                 loss = self._train_step()
                 self.losses.append(loss)
                 self.step += 1
@@ -431,7 +440,7 @@ class _Run:
                     eps = (self.step - start) * cfg.batch_size / max(elapsed, 1e-9)
                     bar.set_postfix(loss=f"{loss:.4f}", eps=f"{eps:.1f}/s", refresh=False)
                     bar.update(1)
-                if self.step % every == 0 or self.step == cfg.steps:
+                if self.step % every == 0 or self.step == end:
                     self._checkpoint(self.wall_before + elapsed)
         finally:  # an error, Ctrl-C or the end: stop and reap the workers, then close the bar
             if self.source is not None:

@@ -25,23 +25,31 @@ import numpy as np
 import torch
 
 from tabzoo.checkpoint import load_state, save_state
-from tabzoo.checkpoint.io import atomic_write
-from tabzoo.errors import CheckpointError
+from tabzoo.checkpoint.io import atomic_write, flatten_state, sha256
+from tabzoo.errors import CheckpointError, TabzooInputError
+from tabzoo.train.lock import LOCK
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "LATEST",
     "capture_rng",
+    "check_resume",
+    "describe_run",
     "load_history",
     "load_latest",
     "machine_info",
     "plot_learning_curve",
+    "require_resumable",
     "restore_rng",
     "write_state",
 ]
 
 LATEST = "latest.json"
+INTEGRITY = "integrity_sha256"
+# TrainConfig fields a resumed run must share with the saved one: they define the model and the
+# batches. The schedule, freeze list, weight decay, devices and workers may change on resume.
+RESUME_FIXED = ("batch_size", "seed", "model_config", "prior_config")
 
 
 def capture_rng() -> dict[str, Any]:
@@ -86,6 +94,7 @@ def machine_info(device: torch.device, world_size: int) -> dict[str, Any]:
 def write_state(out: Path, step: int, state: dict[str, Any], keep: int = 1) -> Path:
     """Write the state of ``step``, point ``latest.json`` at it, then drop older states."""
     name = f"state-{step:08d}"
+    state = {**state, INTEGRITY: state_digest(state)}
     save_state(out / name, state, extra={"step": step})
     pointer = {"state": name, "step": step, "episodes_seen": state.get("episodes_seen")}
     atomic_write(out / LATEST, json.dumps(pointer, indent=2).encode("utf-8"))
@@ -98,16 +107,134 @@ def write_state(out: Path, step: int, state: dict[str, Any], keep: int = 1) -> P
 
 
 def load_latest(out: str | Path) -> dict[str, Any] | None:
-    """The training state ``latest.json`` names, or ``None`` when the folder has none."""
+    """The training state ``latest.json`` names, or ``None`` when the folder has none.
+
+    :raises CheckpointError: when ``latest.json`` is unreadable, names no state, or names a file
+        outside ``out`` (a pointer may only name a ``state-*`` checkpoint inside its folder).
+    """
     out = Path(out)
     pointer = out / LATEST
     if not pointer.exists():
         return None
+    name = _pointed_state(pointer)
+    state = load_state(out / name)
+    _verify(state, out / f"{name}.json", pointer)
+    return state
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """SHA-256 of everything in ``state`` but its tensors (step, config, prior, scheduler, ...).
+
+    The tensors are covered by the SHA-256 of the ``.safetensors`` file; this digest covers the JSON
+    tree that ``save_state`` writes beside it, so a hand-edited step or config is detected.
+    """
+    tree, tensors = flatten_state({k: v for k, v in state.items() if k != INTEGRITY})
+
+    def shapes(x: Any) -> Any:  # tensor names follow dict order, which a reload may change
+        if isinstance(x, list):
+            return [shapes(v) for v in x]
+        if isinstance(x, dict):
+            tag = x.get("__tensor__", x.get("__ndarray__"))
+            if isinstance(tag, str) and tag in tensors:
+                return f"{list(tensors[tag].shape)} {tensors[tag].dtype}"
+            return {k: shapes(v) for k, v in x.items()}
+        return x
+
+    return sha256(json.dumps(shapes(tree), sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def _verify(state: Any, path: Path, pointer: Path) -> None:
+    """Refuse a state whose JSON was edited: digest, step against losses and ``latest.json``."""
+    fix = ("it was edited or corrupted after it was written, and resuming from it would not continue the run "
+           "that was saved. Restore the folder from a backup, or start a new run in another --out folder.")
+    if not isinstance(state, dict) or not isinstance(state.get("step"), int):
+        raise CheckpointError(f"{path} holds no training state with an integer step; {fix}")
+    saved = state.get(INTEGRITY)
+    if saved is not None and saved != state_digest(state):
+        raise CheckpointError(f"{path} does not match its recorded digest ({INTEGRITY}); {fix}")
+    n_losses = len(np.asarray(state.get("losses", ())))
+    if n_losses != state["step"]:
+        raise CheckpointError(f"{path} says step {state['step']} but records {n_losses} losses; {fix}")
     try:
-        name = json.loads(pointer.read_text(encoding="utf-8"))["state"]
-    except (json.JSONDecodeError, KeyError) as exc:
-        raise CheckpointError(f"{pointer} is corrupt ({exc}); delete it and the run restarts from step 0.") from exc
-    return load_state(out / name)
+        said = json.loads(pointer.read_text(encoding="utf-8")).get("step")
+    except (OSError, ValueError, AttributeError):
+        said = None
+    if said is not None and said != state["step"]:
+        raise CheckpointError(f"{pointer} says step {said} but {path.name} holds step {state['step']}; {fix}")
+
+
+def check_resume(state: dict[str, Any], *, prior: str, config: dict[str, Any]) -> None:
+    """Refuse to resume ``state`` with another prior or another model/batch config, naming each difference.
+
+    :param prior: the prior name of the run being started.
+    :param config: its ``TrainConfig.to_dict()``.
+    :raises TabzooInputError: listing what differs (saved -> now) and the fix.
+    """
+    saved_cfg = state.get("config") or {}
+    diffs = []
+    if state.get("prior") != prior:
+        diffs.append(f"prior {state.get('prior')!r} -> {prior!r}")
+    for key in RESUME_FIXED:
+        old, new = _plain(saved_cfg.get(key)), _plain(config.get(key))
+        if old != new:
+            diffs.append(f"{key} {json.dumps(old, sort_keys=True)} -> {json.dumps(new, sort_keys=True)}")
+    if diffs:
+        raise TabzooInputError(
+            f"resume: this run differs from the one saved at step {state.get('step')}: {'; '.join(diffs)}. "
+            "Resume with the saved settings, or start a new run in another --out folder (the steps, learning "
+            "rate and schedule may change on resume; these may not).")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON would give it back (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _pointed_state(pointer: Path) -> str:
+    """The state name in ``pointer``, checked to be a plain ``state-*`` name inside its folder."""
+    fix = (f"the run in {pointer.parent} cannot be resumed from it. Restore {pointer.name} from a backup, "
+           "or start a new run in another --out folder (this run's files are left as they are).")
+    try:
+        data = json.loads(pointer.read_text(encoding="utf-8"))
+        name = data["state"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{pointer} is corrupt ({type(exc).__name__}: {exc}); {fix}") from exc
+    if not isinstance(name, str) or not name.startswith("state-") or Path(name).name != name or name in (".", ".."):
+        raise CheckpointError(
+            f"{pointer} names {name!r}, which is not a state-* checkpoint inside {pointer.parent}; {fix}")
+    return name
+
+
+def describe_run(out: str | Path) -> str:
+    """One line saying what a run folder holds, for messages (``"nothing"`` when empty or absent)."""
+    out = Path(out)
+    if not out.exists():
+        return "nothing (it does not exist)"
+    if not out.is_dir():
+        return "a file, not a folder"
+    names = sorted(p.name for p in out.iterdir() if p.name != LOCK)
+    if not names:
+        return "nothing (it is empty)"
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"{len(names)} file(s): {shown}"
+
+
+def require_resumable(out: str | Path) -> None:
+    """Raise unless ``out`` holds a run that ``--resume`` can continue (a valid ``latest.json``).
+
+    :raises CheckpointError: saying what the folder holds instead, and what to do.
+    """
+    out = Path(out)
+    if not (out / LATEST).is_file():
+        raise CheckpointError(
+            f"--resume: {out} holds no resumable run ({LATEST} is missing); it holds {describe_run(out)}. "
+            "Drop --resume to start a new run (in an empty folder, or with --overwrite), or pass the --out "
+            "folder of the run to continue.")
+    name = _pointed_state(out / LATEST)
+    if not (out / f"{name}.json").is_file() or not (out / f"{name}.safetensors").is_file():
+        raise CheckpointError(
+            f"--resume: {out / LATEST} names {name}, but {name}.json / {name}.safetensors are not both in {out} "
+            f"(it holds {describe_run(out)}); restore them, or start a new run in another --out folder.")
 
 
 def load_history(out: str | Path) -> list[float]:

@@ -1,4 +1,4 @@
-"""LAMB trust ratio, Lookahead slow/fast synchronisation, schedules."""
+"""tabzoo.train.optim: LAMB trust ratio, Lookahead slow/fast synchronisation, schedules, building by name."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 from tabzoo.errors import TabzooInputError
-from tabzoo_npt.optim import Lamb, Lookahead, flat_then_cosine, lambda_schedule
+from tabzoo.train.optim import Lamb, Lookahead, build_optimizer, build_schedule, flat_then_cosine
 
 
 def _one_step(scale: float, grad_scale: float, lr: float = 1e-2) -> tuple[torch.Tensor, torch.Tensor, float]:
@@ -92,6 +92,21 @@ def test_schedules() -> None:
     assert flat_then_cosine(100, 100, 0.7) == pytest.approx(0.0, abs=1e-12)
     vals = [flat_then_cosine(s, 100, 0.5) for s in range(101)]
     assert all(x >= y for x, y in zip(vals, vals[1:], strict=False))
-    assert lambda_schedule(0, 10) == 1.0 and lambda_schedule(10, 10) == pytest.approx(0.0, abs=1e-12)
-    assert lambda_schedule(5, 10) == pytest.approx(0.5)
-    assert lambda_schedule(3, 10) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.3)))
+    assert flat_then_cosine(3, 10, 0.0) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.3)))
+
+
+def test_build_optimizer_and_schedule_by_name() -> None:
+    p = torch.nn.Parameter(torch.ones(3))
+    assert isinstance(build_optimizer([p], "adam", lr=0.1), torch.optim.Adam)
+    look = build_optimizer([p], "lamb", lr=0.1, lookahead_k=6)
+    assert isinstance(look, Lookahead) and isinstance(look.base, Lamb)
+    assert build_schedule(look, "constant", total_steps=None) is None
+    sched = build_schedule(look, "flat_cosine", total_steps=10, flat_fraction=0.5)
+    assert sched is not None and sched.optimizer is look.base
+    for _ in range(10):
+        sched.step()
+    assert look.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(TabzooInputError, match="optimizer='sgd'"):
+        build_optimizer([p], "sgd", lr=0.1)
+    with pytest.raises(TabzooInputError, match="max_steps"):
+        build_schedule(look, "flat_cosine", total_steps=None)

@@ -1,4 +1,4 @@
-"""LAMB and Lookahead (torch ships neither), and NPT's schedules.
+"""Optimisers and learning-rate schedules of per-dataset training (:mod:`tabzoo.train.fit`).
 
 * :class:`Lamb` (You et al. 2020): Adam moments with bias correction; the update
   ``u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p`` is scaled per parameter tensor by the
@@ -6,7 +6,9 @@
   in norm, whatever the scale of its gradient.
 * :class:`Lookahead` (Zhang et al. 2019): every ``k`` inner steps the slow weights move a share
   ``alpha`` toward the fast weights and the fast weights are reset to them.
-* :func:`flat_then_cosine` and :func:`lambda_schedule` (appendix C.1.1).
+* :func:`flat_then_cosine`: NPT's schedule (papers/002 appendix C.1.1).
+* :func:`build_optimizer` and :func:`build_schedule` turn a :class:`~tabzoo.train.fit.FitConfig`'s
+  names into objects.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
+
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["Lamb", "Lookahead", "flat_then_cosine", "lambda_schedule"]
+__all__ = ["OPTIMIZERS", "SCHEDULES", "Lamb", "Lookahead", "build_optimizer", "build_schedule", "flat_then_cosine"]
+
+OPTIMIZERS = ("adam", "adamw", "lamb")
+SCHEDULES = ("constant", "flat_cosine")
 
 
 class Lamb(torch.optim.Optimizer):
@@ -122,8 +128,31 @@ def flat_then_cosine(step: int, total: int, flat_fraction: float = 0.7) -> float
     return 0.5 * (1.0 + math.cos(math.pi * frac))
 
 
-def lambda_schedule(step: int, total: int) -> float:
-    """Loss trade-off: cosine from 1 (all feature loss) at step 0 to 0 (all target loss) at ``total``."""
-    if total <= 0:
-        return 0.0
-    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, step / total)))
+def build_optimizer(params: Iterable[Any], name: str, *, lr: float, weight_decay: float = 0.0,
+                    lookahead_k: int = 0, lookahead_alpha: float = 0.5) -> torch.optim.Optimizer:
+    """``name`` in :data:`OPTIMIZERS` (Adam's ``weight_decay`` is the L2 kind, AdamW's the
+    decoupled kind), wrapped in :class:`Lookahead` when ``lookahead_k >= 1``."""
+    if name == "adam":
+        opt: torch.optim.Optimizer = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    elif name == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    elif name == "lamb":
+        opt = Lamb(params, lr=lr, weight_decay=weight_decay)
+    else:
+        raise TabzooInputError(f"optimizer={name!r} is unknown; use one of {OPTIMIZERS}.")
+    return Lookahead(opt, k=lookahead_k, alpha=lookahead_alpha) if lookahead_k else opt
+
+
+def build_schedule(opt: torch.optim.Optimizer, name: str, *, total_steps: int | None,
+                   flat_fraction: float = 0.7) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The per-step schedule ``name`` in :data:`SCHEDULES` (``None`` for ``"constant"``); a
+    :class:`Lookahead` is scheduled through its base optimiser."""
+    if name == "constant":
+        return None
+    if name != "flat_cosine":
+        raise TabzooInputError(f"schedule={name!r} is unknown; use one of {SCHEDULES}.")
+    if total_steps is None or total_steps < 1:
+        raise TabzooInputError("schedule='flat_cosine' needs max_steps >= 1 (the step where it reaches 0).")
+    base = opt.base if isinstance(opt, Lookahead) else opt
+    total = int(total_steps)
+    return torch.optim.lr_scheduler.LambdaLR(base, lambda s: flat_then_cosine(s, total, flat_fraction))

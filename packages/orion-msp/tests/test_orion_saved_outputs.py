@@ -1,0 +1,99 @@
+"""Saved predictions of every shipped ORION-MSP checkpoint, reproduced by today's code.
+
+``data/saved_outputs.npz`` holds small fixed inputs and the outputs that the code of
+2026-11-27 gave for them (fp32 inference, one torch thread). Any refactoring of the prediction
+path (issue 31: one in-context path in the core) must leave them unchanged. On the machine and
+torch build that wrote them (``fingerprint`` in the file) they must be bit-identical; elsewhere a
+different SIMD path may round differently, so they must agree to within float rounding
+(rtol 1e-5, atol 1e-7).
+
+Regenerate (only when a change of the outputs is intended, and say so in the commit):
+``OMP_NUM_THREADS=1 uv run python packages/orion-msp/tests/test_orion_saved_outputs.py``.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+DATA = Path(__file__).parent / "data" / "saved_outputs.npz"
+
+
+def _inputs() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(20261127)
+    x = rng.standard_normal((48, 6)).astype(np.float32)
+    x[:, 5] = rng.integers(0, 4, 48)  # a categorical column (codes)
+    x[3, 1] = np.nan
+    x[40, 2] = np.nan  # a missing value in a query row
+    y3 = (x[:, 0] + x[:, 3] > 0).astype(np.int64) + (x[:, 4] > 0.8)
+    y12 = np.argsort(np.argsort(x[:, 0] + 0.2 * x[:, 4])) % 12
+    yr = (x[:, 0] * 2.0 - x[:, 3] + 0.1 * rng.standard_normal(48)).astype(np.float64)
+    return {"x": x, "y3": y3, "y12": y12, "yr": yr}
+
+
+def _cases() -> dict[str, tuple[Any, str, str]]:
+    """name -> (estimator, target key, method)."""
+    from tabzoo_orion_msp import OrionMSPClassifier
+
+    common = {"device": "cpu", "random_state": 0}
+    ck = "orion-msp-small"
+    return {
+        f"{ck}/clf": (OrionMSPClassifier(ck, n_estimators=4, categorical_features=[5], **common), "y3", "predict_proba"),
+        f"{ck}/clf-nopad": (OrionMSPClassifier(ck, n_estimators=2, pad_features=False, **common), "y3",
+                            "predict_proba"),
+        f"{ck}/clf-subset": (OrionMSPClassifier(ck, n_estimators=2, max_context_rows=20, **common), "y3",
+                             "predict_proba"),
+        f"{ck}/clf-tree": (OrionMSPClassifier(ck, n_estimators=2, **common), "y12", "predict_proba"),
+    }
+
+
+def _predict(name: str) -> np.ndarray:
+    est, target, method = _cases()[name]
+    d = _inputs()
+    n_fit = 36
+    est.fit(d["x"][:n_fit], d[target][:n_fit])
+    return np.asarray(getattr(est, method)(d["x"][n_fit:]), dtype=np.float64)
+
+
+def _fingerprint() -> str:
+    return f"{platform.machine()} {platform.processor()} torch {torch.__version__} python {sys.version.split()[0]}"
+
+
+CASES = sorted(_cases())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_saved_outputs_are_reproduced(name: str) -> None:
+    saved = np.load(DATA)
+    assert f"out/{name}" in saved.files, f"no saved output for {name}: regenerate {DATA.name} (see the docstring)"
+    torch.set_num_threads(1)
+    got = _predict(name)
+    want = saved[f"out/{name}"]
+    assert got.shape == want.shape
+    if str(saved["fingerprint"]) == _fingerprint():
+        np.testing.assert_array_equal(got, want, err_msg=f"{name}: predictions changed (bitwise)")
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=f"{name}: predictions changed")
+
+
+def test_saved_inputs_are_today_inputs() -> None:
+    saved = np.load(DATA)
+    for k, v in _inputs().items():
+        np.testing.assert_array_equal(saved[f"in/{k}"], v)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    arrays: dict[str, Any] = {f"in/{k}": v for k, v in _inputs().items()}
+    for name in CASES:
+        arrays[f"out/{name}"] = _predict(name)
+        print(name, arrays[f"out/{name}"].shape)
+    arrays["fingerprint"] = np.array(_fingerprint())
+    DATA.parent.mkdir(exist_ok=True)
+    np.savez_compressed(DATA, **arrays)
