@@ -94,6 +94,18 @@ def integration(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """The fuzz tests with a thorough budget (CI runs them with 8 examples each in the core tests):
+    bad command lines, files and estimator inputs; TABZOO_FUZZ_EXAMPLES sets the budget."""
+    _sync(session, "--package=tabzoo-core", "--group=test")
+    env = {"HYPOTHESIS_PROFILE": "dev", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages/core/tests").glob("test_fuzz_*.py"))
+    session.run("python", "-m", "pytest", *tests, "packages/core/tests/test_cli_files.py", "-q", "-p",
+                "no:cacheprovider", "--hypothesis-show-statistics", *session.posargs, env=env)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over every package, the benchmarks, the examples and the root tests; then the import
     contracts of .importlinter (the core's floors, no circles, plugins independent), read from the

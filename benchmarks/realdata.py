@@ -55,7 +55,7 @@ CURVE_SIZES = (500, 1000, 2000, 5000, 10000, 20000, 50000)
 CURVE_MODELS = ("tabflex", "orion-msp", "linear", "hist_gbdt", "xgboost", "lightgbm", "catboost")
 #: per-fit settings of the tabzoo estimators (stated caps); anything not named uses the defaults
 TABZOO_SETTINGS: dict[str, dict[str, Any]] = {
-    "npt": {"preset": "small", "steps": 25, "batch_size": 256, "context_size": 512, "validation_fraction": 0.0},
+    "npt": {"preset": "small", "steps": 25, "batch_size": 256, "validation_fraction": 0.0},
     "multitab": {"max_epochs": 10},
     "orion-msp": {"n_estimators": 1, "chunk_size": 2048},
 }

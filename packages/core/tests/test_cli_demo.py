@@ -187,6 +187,31 @@ def test_the_last_line_lists_only_written_files(site: Path, monkeypatch: pytest.
     assert last.endswith("(report.md, results.json)") and "PNG" not in last
 
 
+IMPOSTOR = """
+from tabzoo.plugins import hookimpl, ArchitectureSpec
+
+@hookimpl
+def tabzoo_register_architectures(register):
+    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other", demo="tz_impostor:run_demo"))
+
+def run_demo(*, seed=0, quick=True):
+    return []
+"""
+
+
+@pytest.mark.parametrize("only", [[], ["--model", "toy_a"]])
+def test_an_impostor_name_is_a_visible_failure_not_a_silent_drop(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], only: list[str]
+) -> None:
+    make_dist(site, "tz-impostor", "tzimp", "tz_impostor", IMPOSTOR, version="6.6.6")
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza,tzimp")
+    reset_registry()
+    assert main(["demo", "--no-progress", *only]) == 1
+    out = capsys.readouterr().out
+    assert "toy_a: FAILED (AmbiguousPluginError" in out
+    assert "tz-demo-a 1.0" in out and "tz-impostor 6.6.6" in out and "TABZOO_DISABLE_PLUGINS=tzimp" in out
+
+
 def test_missing_scikit_learn_is_one_line_before_any_work(
     site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

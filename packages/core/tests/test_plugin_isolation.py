@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,27 @@ def test_cli_conformance_core_beside_the_evil_distribution(site: Path) -> None:
     out = _cli(site, "conformance", "core_kernels", "--max-examples", "2")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("raise_", ["SystemExit(0)", "type('Boom', (BaseException,), {})('boom')", "GeneratorExit()"])
+def test_a_base_exception_at_import_or_in_a_hook_fails_only_that_plugin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raise_: str) -> None:
+    tag = str(zlib.crc32(raise_.encode()))  # a module name per case
+    make_dist(tmp_path, f"tz-import{tag}", f"tzimport{tag}", f"tz_import{tag}", f"raise {raise_}\n")
+    make_dist(tmp_path, f"tz-hook{tag}", f"tzhook{tag}", f"tz_hook{tag}",
+              f"from tabzoo.plugins import hookimpl\n\n@hookimpl\ndef tabzoo_register_priors(register):\n"
+              f"    raise {raise_}\n")
+    make_dist(tmp_path, "tz-twin", "tztwin", "tz_twin_plugin", TWIN, version="0.2")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = _load(monkeypatch, f"tzimport{tag},tzhook{tag},tztwin")
+    assert "import" in {f.stage for f in next(r for r in reg.records if r.name == f"tzimport{tag}").failures}
+    assert "hook" in {f.stage for f in next(r for r in reg.records if r.name == f"tzhook{tag}").failures}
+    assert reg.get("architectures", "twin_only").create().in_features == 3
+
+
+def test_ctrl_c_in_a_plugin_still_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_dist(tmp_path, "tz-ctrlc", "tzctrlc", "tz_ctrlc", "raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tzctrlc")
+    with pytest.raises(KeyboardInterrupt):
+        PluginRegistry().load_entry_points()

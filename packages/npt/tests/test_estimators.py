@@ -71,10 +71,11 @@ def test_prediction_does_not_depend_on_batch_composition() -> None:
     assert np.allclose([reg.predict(X[70 + i:71 + i])[0] for i in range(30)], full, atol=1e-5)
 
 
-def test_fixed_context_sample_is_seeded() -> None:
+def test_context_partitions_are_seeded() -> None:
     X, y = _blobs(150)
     a = NPTClassifier(**FAST, context_size=40).fit(X[:120], y[:120])
-    assert np.array_equal(a.predict_proba(X[120:]), a.predict_proba(X[120:]))
+    with pytest.warns(UserWarning, match="partitions"):
+        assert np.array_equal(a.predict_proba(X[120:]), a.predict_proba(X[120:]))
 
 
 def test_fit_is_a_function_of_random_state_not_of_the_global_rng() -> None:

@@ -1,8 +1,8 @@
 """scikit-learn estimators: :class:`NPTClassifier`, :class:`NPTRegressor`, :class:`NPTImputer`.
 
 ``fit`` trains an NPT on the table (features and targets are attributes; missing values are
-masked cells), ``predict`` predicts each row from a fixed, seeded context of training rows
-(:mod:`tabzoo_npt.predict`). ``mode="semi_supervised"`` or ``"transductive"`` lets ``fit`` take
+masked cells), ``predict`` predicts each row from all training rows, encoded once, with query rows
+in chunks that never read one another (:mod:`tabzoo_npt.predict`). ``mode="semi_supervised"`` or ``"transductive"`` lets ``fit`` take
 ``X_unlabeled`` rows; in the transductive mode ``predict`` also lets test rows attend to each
 other. The regressor accepts ``y [n, n_targets]`` (multi-target prediction).
 """
@@ -10,6 +10,8 @@ other. The regressor accepts ``y [n, n_targets]`` (multi-target prediction).
 from __future__ import annotations
 
 import logging
+import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
 from tabzoo_npt.model import NPT, PRESETS, NPTConfig
-from tabzoo_npt.predict import predict_cells
+from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
 from tabzoo_npt.train import TrainConfig, fit_npt
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
@@ -54,7 +56,10 @@ class _NPTBase(BaseEstimator):
     :param batch_size: rows per minibatch; the whole table when it fits (class-stratified otherwise).
     :param p_feature, p_target: stochastic masking probabilities (0.15 in the paper).
     :param validation_fraction: share of training rows held out for early stopping (0 = none).
-    :param context_size: training rows each prediction sees (a fixed seeded sample beyond it).
+    :param context_size: the most training rows one dense attention encodes at prediction
+        (4,096). Every training row is context; a larger table is split into
+        ``ceil(n / context_size)`` disjoint seeded partitions whose logits are averaged, with a
+        warning (:mod:`tabzoo_npt.predict`). Nothing is sampled.
     :param mode: ``"inductive"`` (default), ``"semi_supervised"`` or ``"transductive"``.
     :param progress: tqdm progress bar during fit.
     """
@@ -65,7 +70,7 @@ class _NPTBase(BaseEstimator):
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
                  p_target: float = 0.15, validation_fraction: float = 0.1, eval_every: int = 25,
-                 patience: int = 6, context_size: int = 1024, chunk_size: int = 256, mode: str = "inductive",
+                 patience: int = 6, context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
                  progress: bool = False, random_state: int = 0, device: str = "cpu") -> None:
         self.preset, self.dim, self.n_layers, self.n_heads, self.dropout = preset, dim, n_layers, n_heads, dropout
         self.steps, self.lr, self.flat_fraction, self.batch_size = steps, lr, flat_fraction, batch_size
@@ -162,6 +167,15 @@ class _NPTBase(BaseEstimator):
         self.history_ = result
         return result
 
+    def _warn_partitions(self, n_context: int) -> None:
+        """Say when the context is too large for one dense attention and is partitioned."""
+        k = len(context_partitions(n_context, int(self.context_size), 0))
+        if k > 1:
+            warnings.warn(f"{type(self).__name__}: {n_context} context rows exceed context_size={self.context_size} "
+                          f"for dense attention; predicting from {k} disjoint partitions of ~{-(-n_context // k)} "
+                          "rows each and averaging their logits (every row is read). Raise context_size to "
+                          "attend densely, memory permitting.", UserWarning, stacklevel=3)
+
     def _predict_logits(self, X: Any) -> torch.Tensor:
         check_is_fitted(self, "model_")
         X = check_input_array(X)
@@ -175,6 +189,7 @@ class _NPTBase(BaseEstimator):
         if self.mode == "transductive" and self.unlabeled_ is not None:
             context = np.concatenate([self.context_, self.unlabeled_])
         attention = "full" if self.mode == "transductive" else "isolated"
+        self._warn_partitions(len(context))
         return predict_cells(self.model_, context, queries, hide, context_size=int(self.context_size),
                              seed=int(self.random_state or 0), chunk_size=int(self.chunk_size),
                              attention=attention, context_hide=context_hide)
@@ -193,6 +208,25 @@ class _NPTBase(BaseEstimator):
         X = check_input_array(X)
         check_n_features_and_names(self, X, reset=True)
         return X
+
+
+    # -- pickle-free save / load (tabzoo_npt.persist) -------------------------------------------
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Save the fitted estimator (params, preprocessing, labels, context, weights) pickle-free.
+
+        Writes ``<path>.safetensors`` + ``.json`` (fitted state) and ``<path>.model.safetensors`` +
+        ``.json`` (the NPT); refuses existing files unless ``overwrite=True``. Returns the stem.
+        """
+        from tabzoo_npt.persist import save_estimator
+
+        return save_estimator(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None) -> Any:
+        """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
+        from tabzoo_npt.persist import load_estimator
+
+        return load_estimator(cls, path, device=device)
 
 
 class NPTClassifier(ClassifierMixin, _NPTBase):
@@ -234,8 +268,6 @@ class NPTRegressor(RegressorMixin, _NPTBase):
         X = self._validate_fit_input(X, y)
         y_arr = np.asarray(y)
         if y_arr.ndim == 2 and y_arr.shape[1] == 1:
-            import warnings
-
             from sklearn.exceptions import DataConversionWarning
 
             warnings.warn("A column-vector y was passed when a 1d array was expected; ravel it.",
@@ -272,7 +304,7 @@ class NPTImputer(TransformerMixin, _NPTBase):
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
-                 context_size: int = 1024, chunk_size: int = 256, progress: bool = False,
+                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256, progress: bool = False,
                  random_state: int = 0, device: str = "cpu") -> None:
         super().__init__(preset=preset, dim=dim, n_layers=n_layers, n_heads=n_heads, dropout=dropout, steps=steps,
                          lr=lr, flat_fraction=flat_fraction, batch_size=batch_size, p_feature=p_feature,
@@ -308,6 +340,7 @@ class NPTImputer(TransformerMixin, _NPTBase):
         rows = np.flatnonzero(hide.any(axis=1))
         if rows.size == 0:
             return out
+        self._warn_partitions(len(self.context_))
         logits = predict_cells(self.model_, self.context_, values[rows], np.zeros((len(rows), values.shape[1]), bool),
                                context_size=int(self.context_size), seed=int(self.random_state or 0),
                                chunk_size=int(self.chunk_size))

@@ -19,6 +19,11 @@ A final LayerNorm and per-attribute linear heads map back to each attribute's en
 (``K_j`` logits or one value). ``isolated [B, N]`` marks rows that no OTHER row may read
 (query rows in the fixed-context prediction mode): they read every non-isolated row and
 themselves, so their outputs do not depend on one another.
+
+Because isolated rows never change the context rows, prediction can encode the context once
+(:meth:`NPT.encode_context`: the layer-normalised input of every ABD layer for the context
+rows) and then run any number of query chunks against it (:meth:`NPT.forward_queries`); this
+is numerically the ``isolated`` forward, without re-encoding the context per chunk.
 """
 
 from __future__ import annotations
@@ -215,5 +220,57 @@ class NPT(nn.Module):
                 h = layer(h.reshape(b, n, d * e), mask=abd_mask).reshape(b, n, d, e)
             else:
                 h = layer(h.reshape(b * n, d, e)).reshape(b, n, d, e)
+        h = self.out_norm(h)
+        return torch.einsum("bnje,jeo->bnjo", h, self.w_out) + self.b_out
+
+    # -- fixed-context prediction: the context encoded once ------------------------------------
+    @torch.no_grad()
+    def encode_context(self, values: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        """The context's keys for :meth:`forward_queries`.
+
+        :param values, mask: ``[1, n_context, d]`` context cells (as for :meth:`forward`).
+        :return: per ABD layer, the layer-normalised input of the context rows ``[1, n_context, d*e]``.
+        """
+        self.validate(values, mask, None)
+        b, n, d = values.shape
+        e = self.config.dim
+        h = self.embed(values, mask)
+        states = []
+        for i, layer in enumerate(self.layers):
+            if i % 2 == 0:
+                flat = h.reshape(b, n, d * e)
+                states.append(layer.norm1(flat))
+                h = layer(flat).reshape(b, n, d, e)
+            else:
+                h = layer(h.reshape(b * n, d, e)).reshape(b, n, d, e)
+        return states
+
+    @torch.no_grad()
+    def forward_queries(self, values: torch.Tensor, mask: torch.Tensor, context: list[torch.Tensor]) -> torch.Tensor:
+        """Logits of isolated query rows against an encoded context (:meth:`encode_context`).
+
+        Each query row reads every context row and itself, never another query row (the
+        ``isolated`` forward of the same rows), with the pre-norm block of
+        :class:`tabzoo.nn.TransformerBlock` written out so that the keys of the context come
+        from the cache.
+
+        :param values, mask: ``[1, m, d]`` query cells.
+        :return: ``[1, m, d, out_width]``.
+        """
+        self.validate(values, mask, None)
+        b, m, d = values.shape
+        e = self.config.dim
+        n_c = context[0].shape[1]
+        reads = torch.ones(m, n_c + m, dtype=torch.bool, device=values.device)
+        reads[:, n_c:] = torch.eye(m, dtype=torch.bool, device=values.device)
+        h = self.embed(values, mask)
+        for i, layer in enumerate(self.layers):
+            if i % 2 == 0:
+                flat = h.reshape(b, m, d * e)
+                normed = layer.norm1(flat)
+                flat = flat + layer.attn(normed, torch.cat([context[i // 2], normed], dim=1), mask=reads)
+                h = (flat + layer.dropout(layer.ffn(layer.norm2(flat)))).reshape(b, m, d, e)
+            else:
+                h = layer(h.reshape(b * m, d, e)).reshape(b, m, d, e)
         h = self.out_norm(h)
         return torch.einsum("bnje,jeo->bnjo", h, self.w_out) + self.b_out

@@ -1,13 +1,20 @@
-"""Fixed-context prediction: each query row is predicted from a fixed, seeded context.
+"""Fixed-context prediction: each query row is predicted from the whole training table.
 
-The context is the whole training table when it has at most ``context_size`` rows, otherwise a
-sample of ``context_size`` training rows drawn once from ``seed`` (the same for every query
-row). Query rows are appended to the context in chunks and are *isolated*: they read the context
-rows and themselves, and no row reads them. A query row's prediction therefore depends on its own
-cells, the context and the weights only, never on which other rows share its chunk.
+The context is every training row. Up to ``context_size`` rows (the dense-attention limit,
+:data:`DENSE_CONTEXT`) it is encoded once, in one dense attention over all its rows
+(:meth:`NPT.encode_context`), and the query rows are then run against it in chunks of
+``chunk_size``. Query rows are *isolated*: they read the context rows and themselves, and no row
+reads them. A query row's prediction therefore depends on its own cells, the context and the
+weights only, never on which other rows share its chunk.
+
+Beyond ``context_size`` rows dense attention over the whole table would need memory and time
+quadratic in its size, so the context is split into ``k = ceil(n / context_size)`` disjoint
+partitions of near-equal size (a seeded permutation, :func:`context_partitions`); each is encoded
+once, every query row is predicted against each of them, and the ``k`` logits are averaged.
+Every training row is read; nothing is sampled. The estimators say so in a warning.
 
 In ``attention="full"`` (transductive mode) the query rows read one another too and all of them
-are predicted in one pass with the context.
+are predicted in one pass with each context partition.
 """
 
 from __future__ import annotations
@@ -18,11 +25,18 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_npt.model import NPT
 
-__all__ = ["context_indices", "predict_cells"]
+__all__ = ["DENSE_CONTEXT", "context_indices", "context_partitions", "predict_cells"]
+
+# the most training rows one dense attention encodes (default ``context_size`` of the estimators):
+# 4,096 rows give 64 MiB of float32 scores per head and ABD layer; beyond it the context is partitioned
+DENSE_CONTEXT = 4096
 
 
 def context_indices(n_rows: int, context_size: int, seed: int) -> np.ndarray:
-    """Sorted indices of the fixed context: all rows, or a seeded sample of ``context_size``."""
+    """Sorted indices of a seeded sample of ``context_size`` rows (all rows when fewer).
+
+    Prediction never samples (:func:`predict_cells` reads every row); the corruption diagnostic
+    (:mod:`tabzoo_npt.diagnostics`) uses this explicit sample."""
     if n_rows < 1:
         raise TabzooInputError("the context is empty: fit on at least one row.")
     if context_size < 1:
@@ -39,6 +53,34 @@ def _tensor(a: np.ndarray, device: torch.device) -> tuple[torch.Tensor, torch.Te
     return torch.nan_to_num(t, nan=0.0), missing
 
 
+def context_partitions(n_rows: int, context_size: int, seed: int) -> list[np.ndarray]:
+    """Disjoint, sorted index sets covering ``range(n_rows)``, each of at most ``context_size`` rows.
+
+    One set (all rows) when ``n_rows <= context_size``; otherwise ``ceil(n_rows / context_size)``
+    sets of near-equal size from a permutation seeded by ``seed``.
+    """
+    if n_rows < 1:
+        raise TabzooInputError("the context is empty: fit on at least one row.")
+    if context_size < 1:
+        raise TabzooInputError(f"context_size={context_size} must be >= 1.")
+    if n_rows <= context_size:
+        return [np.arange(n_rows)]
+    k = -(-n_rows // context_size)
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return [np.sort(part) for part in np.array_split(order, k)]
+
+
+def _query_chunks(model: NPT, qv: torch.Tensor, qm: torch.Tensor, states: list[torch.Tensor],
+                  step: int) -> torch.Tensor:
+    """``[n_query, d, out_width]`` logits of query rows ``qv, qm [n_query, d]`` in chunks of ``step``.
+
+    A row's logits do not depend on the other rows of its chunk; they may differ in the last
+    float bits (~1e-6) between chunk compositions, as the CPU kernels round differently per shape.
+    """
+    return torch.cat([model.forward_queries(qv[None, s:s + step], qm[None, s:s + step], states)[0].float().cpu()
+                      for s in range(0, len(qv), step)])
+
+
 @torch.no_grad()
 def predict_cells(
     model: NPT,
@@ -46,20 +88,22 @@ def predict_cells(
     queries: np.ndarray,
     hide: np.ndarray,
     *,
-    context_size: int = 1024,
+    context_size: int = DENSE_CONTEXT,
     seed: int = 0,
     chunk_size: int = 256,
     attention: str = "isolated",
     context_hide: np.ndarray | None = None,
 ) -> torch.Tensor:
-    """Logits for every cell of ``queries``.
+    """Logits for every cell of ``queries``, from every row of ``context`` (see the module docstring).
 
     :param context: ``[n_context, d]`` float (NaN = missing), targets visible.
     :param queries: ``[n_query, d]`` float (NaN = missing).
     :param hide: ``[n_query, d]`` bool: cells to hide besides the missing ones (the targets).
+    :param context_size: the most context rows encoded in one dense attention; a larger context
+        is split into partitions whose logits are averaged.
     :param context_hide: optional ``[n_context, d]`` bool: context cells to hide (e.g. unlabeled
         targets in semi-supervised fits).
-    :param attention: ``"isolated"`` (default: fixed context, query rows independent) or ``"full"``.
+    :param attention: ``"isolated"`` (default: query rows independent) or ``"full"``.
     :return: ``[n_query, d, out_width]`` logits (float32, CPU).
     """
     if attention not in ("isolated", "full"):
@@ -71,27 +115,22 @@ def predict_cells(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    idx = context_indices(len(context), context_size, seed)
-    cv, cm = _tensor(context[idx], device)
-    if context_hide is not None:
-        cm = cm | torch.as_tensor(context_hide[idx], device=device)
+    parts = context_partitions(len(context), context_size, seed)
     qv, qm = _tensor(queries, device)
     qm = qm | torch.as_tensor(hide, dtype=torch.bool, device=device)
-    n_c, n_q = len(idx), len(queries)
-    step = n_q if attention == "full" else max(1, chunk_size)
-    outs = []
+    n_q = len(queries)
+    total = torch.zeros(n_q, queries.shape[1], model.out_width)
     try:
-        for start in range(0, n_q, step):
-            sl = slice(start, min(n_q, start + step))
-            values = torch.cat([cv, qv[sl]])[None]
-            mask = torch.cat([cm, qm[sl]])[None]
-            isolated = None
-            if attention == "isolated":
-                isolated = torch.zeros(1, values.shape[1], dtype=torch.bool, device=device)
-                isolated[:, n_c:] = True
-            outs.append(model(values, mask, isolated)[0, n_c:].float().cpu())
+        for idx in parts:
+            cv, cm = _tensor(context[idx], device)
+            if context_hide is not None:
+                cm = cm | torch.as_tensor(context_hide[idx], device=device)
+            if attention == "full":
+                logits = model(torch.cat([cv, qv])[None], torch.cat([cm, qm])[None])[0, len(idx):].float().cpu()
+            else:
+                states = model.encode_context(cv[None], cm[None])
+                logits = _query_chunks(model, qv, qm, states, max(1, chunk_size)) if n_q else total
+            total = logits if len(parts) == 1 else total + logits / len(parts)
     finally:
         model.train(was_training)
-    if not outs:
-        return torch.zeros(0, queries.shape[1], model.out_width)
-    return torch.cat(outs)
+    return total

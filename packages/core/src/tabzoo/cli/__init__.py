@@ -7,10 +7,14 @@ import contextlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from importlib import import_module
 
 from tabzoo.errors import TabzooError
+
+#: commands that plugins of this repository add, and the distribution that adds each
+PLUGIN_COMMANDS = {"ramba": "tabzoo-ramba"}
 
 
 def command_modules() -> list[str]:
@@ -25,37 +29,64 @@ def command_modules() -> list[str]:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``tabzoo`` parser. Of the plugins' commands only the one ``argv`` runs is imported; the
+    others are listed by name, so ``tabzoo --help`` and ``--version`` import no plugin."""
     from tabzoo import __version__
 
     parser = argparse.ArgumentParser(prog="tabzoo", description="Deep learning on tables.")
     parser.add_argument("--version", action="version", version=f"tabzoo-core {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for path in command_modules():
         import_module(path).add_parser(sub)
-    _plugin_commands(sub)
+    _plugin_commands(sub, _command_of(sys.argv[1:] if argv is None else argv))
     return parser
 
 
-def _plugin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first argument that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _plugin_commands(sub: argparse._SubParsersAction, wanted: str | None) -> None:  # type: ignore[type-arg]
     """Subcommands from plugins: entry points in the ``tabzoo.cli`` group name modules with
-    ``add_parser(subparsers)`` (e.g. ``tabzoo ramba``). A broken one is logged and skipped."""
+    ``add_parser(subparsers)`` (e.g. ``tabzoo ramba``). Only ``wanted`` is imported; a broken one
+    is one warning line and the others still work."""
     from importlib.metadata import entry_points
 
+    log = logging.getLogger(__name__)
     for ep in sorted(entry_points(group="tabzoo.cli"), key=lambda e: e.name):
         if ep.name in sub.choices:
-            logging.getLogger(__name__).warning("plugin command %r clashes with a core command; skipped", ep.name)
+            log.warning("plugin command %r clashes with a core command; skipped", ep.name)
+            continue
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "a plugin"
+        if ep.name != wanted:
+            sub.add_parser(ep.name, help=f"from {dist} (tabzoo {ep.name} --help)", add_help=False)
             continue
         try:
             ep.load().add_parser(sub)
-        except Exception as exc:  # a plugin must not break the core CLI
-            logging.getLogger(__name__).warning("plugin command %r could not load: %s", ep.name, exc)
+        except BaseException as exc:  # noqa: BLE001 - a plugin must not break the core CLI
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            log.warning("plugin command %r of %s could not load (%s: %s); reinstall %s.", ep.name, dist,
+                        type(exc).__name__, exc, dist)
+            if ep.name not in sub.choices:
+                sub.add_parser(ep.name, help=f"from {dist}: broken", add_help=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tabzoo`` console script; returns the exit code."""
-    parser = build_parser()
+    parser = build_parser(argv)
+    wanted = _command_of(sys.argv[1:] if argv is None else argv)
+    choices = parser._subparsers._group_actions[0].choices if parser._subparsers else {}  # type: ignore[union-attr]
+    if wanted in PLUGIN_COMMANDS and wanted not in choices:
+        dist = PLUGIN_COMMANDS[wanted]
+        print(f"tabzoo: error: `tabzoo {wanted}` comes with {dist}, which is not installed. From a clone of "
+              f"this repository: uv build --package {dist} --wheel --out-dir dist && pip install "
+              f"dist/{dist.replace('-', '_')}-*.whl (README, 'Installing only one model').", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
@@ -65,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except TabzooError as exc:
+        if args.debug:
+            traceback.print_exc()
         print(f"tabzoo: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -73,6 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last guard: one clear line, the traceback with --debug
+        if args.debug:
+            raise
+        print(f"tabzoo: error: {type(exc).__name__}: {exc}\nThis is a bug in tabzoo or a plugin, not in your "
+              f"input: rerun with --debug for the traceback and report it with that output.", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -136,18 +136,19 @@ def run(args: argparse.Namespace) -> int:
     if args.name.strip() == "all" and all(c.name == CORE_CASE for c in cases) and not results:
         note = "no plugin conformance cases installed (pip install a tabzoo plugin); ran only the core's kernel checks"
     width = max((len(f"{c.name}-{k}") for c in cases for k in checks_for(c)), default=10)
-    emit = _progress(args.json, width, sum(len(_wanted(c, args.check)) for c in cases))
+    registrations = [registration_results(c) if args.check is None and not args.replay else [] for c in cases]
+    total = len(results) + sum(len(r) for r in registrations) + sum(len(_wanted(c, args.check)) for c in cases)
+    emit = _progress(args.json, width, 1 if args.replay else total)
     for r in results:
         emit(r)
-    for case in cases:
+    for case, registered in zip(cases, registrations, strict=True):
         if args.device:
             case = dataclasses.replace(case, device=args.device)
         if args.replay:
             results.append(emit(replay(case, args.replay)))
             continue
         expected = _expected_for(case, xfails)
-        if args.check is None:
-            results += [emit(r) for r in registration_results(case)]
+        results += [emit(r) for r in registered]
         for name in _wanted(case, args.check):
             results.append(emit(run_check(case, name, seed=args.seed, max_examples=args.max_examples,
                                           expected_failures=expected)))

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from tabzoo.errors import TabzooInputError
+from tabzoo.errors import TabzooError, TabzooInputError
 
 
 def add_parser(sub: Any) -> None:
@@ -58,6 +58,24 @@ def _select(entries: list[Any], models: dict[str, list[str]], only: list[str] | 
     if not picked:
         raise TabzooInputError(f"--model {', '.join(only)}: installed, but it ships no demo.")
     return picked
+
+
+def _conflicts(only: list[str] | None) -> list[dict[str, Any]]:
+    """A failed item per architecture name that several distributions claim (none of them runs)."""
+    from tabzoo.plugins import get_registry
+
+    items = []
+    registry = get_registry()
+    for name, records in sorted(registry.conflicts().get("architectures", {}).items()):
+        if only and name not in only and not {r.name for r in records} & set(only):
+            continue
+        try:
+            registry.check_name("architectures", name)
+        except TabzooError as exc:
+            items.append({"plugin": name, "distribution": " / ".join(r.distribution for r in records),
+                          "version": " / ".join(r.version for r in records), "demo": "-", "rows": [],
+                          "error": f"{type(exc).__name__}: {exc}", "warnings": [], "seconds": 0.0})
+    return items
 
 
 def _progress(entries: list[Any], enabled: bool) -> Any:
@@ -227,8 +245,12 @@ def run(args: argparse.Namespace) -> int:
 
     require("demo", {"sklearn": "for the baselines and the bundled data sets"})
     entries, models = discover()
-    entries = _select(entries, models, args.model)
-    if not entries:
+    conflicts = _conflicts(args.model)
+    if args.model and conflicts:  # an ambiguous --model is reported as failed, not as unknown
+        entries = [e for e in entries if e.plugin in args.model or set(e.architectures) & set(args.model)]
+    else:
+        entries = _select(entries, models, args.model)
+    if not entries and not conflicts:
         msg = ("no installed plugin has a demo; install a model, e.g. `pip install tabzoo-tabflex` "
                "(see the README), then run `tabzoo demo` again. `tabzoo plugins` lists what is installed.")
         print(json.dumps({"plugins": [], "message": msg}) if args.json else msg)
@@ -237,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         note_once("no plots in the report: matplotlib is missing (pip install 'tabzoo-core[plot]').")
     folder = None if args.no_report else new_folder(args.out)
     t0 = time.perf_counter()
-    results = _run_all(entries, args)
+    results = _run_all(entries, args) + conflicts
     seconds = time.perf_counter() - t0
     report = None
     if folder is not None:

@@ -76,6 +76,12 @@ class _StrictAbort(PluginLoadError):
     """Raised by strict mode; passes through every guard."""
 
 
+def _pass_interrupt(exc: BaseException) -> None:
+    """Re-raise Ctrl-C; any other ``BaseException`` of a plugin (SystemExit, a custom one) is its failure."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
 def _exc_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -127,7 +133,8 @@ class PluginRegistry:
                 module = ep.load()
             except _StrictAbort:
                 raise
-            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
+            except BaseException as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
+                _pass_interrupt(exc)
                 self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
                 continue
             self.add_plugin(module, record)
@@ -138,7 +145,8 @@ class PluginRegistry:
             self.records.append(record)
         try:
             self.pm.register(module, name=f"{record.distribution}:{record.name}")
-        except (Exception, SystemExit) as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001
+            _pass_interrupt(exc)
             self._fail(record, PluginFailure("register", _exc_text(exc)), exc)
             return
         record.loaded = True
@@ -150,7 +158,8 @@ class PluginRegistry:
                 impl(register=self._register_callback(kind, record, hook_name))
             except _StrictAbort:
                 raise
-            except (Exception, SystemExit) as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001
+                _pass_interrupt(exc)
                 self._fail(record, PluginFailure("hook", _exc_text(exc), hook=hook_name, kind=kind), exc)
 
     def _fail(self, record: PluginRecord, failure: PluginFailure, exc: BaseException | None) -> None:
@@ -238,7 +247,8 @@ class PluginRegistry:
                 raise TabzooInputError(
                     f"the factory of case {factory.name!r} built a case named {case.name!r}; make them equal"
                 )
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken case must not break the others
+        except BaseException as exc:  # noqa: BLE001 - a broken case must not break the others
+            _pass_interrupt(exc)
             self._fail(record, PluginFailure("case", _exc_text(exc), hook="tabzoo_conformance_cases",
                                              kind="conformance_cases", name=factory.name), exc)
             return None

@@ -27,19 +27,12 @@ import torch
 
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult, ConformanceCase
-from tabzoo.testing.checks._common import _as_tensor, discrepancy, skipped
+from tabzoo.testing.checks._common import discrepancy, skipped
+from tabzoo.testing.checks.fresh import _seeded_probe, fresh_process_probe
 from tabzoo.testing.checks.misc import _probe, _probe_args, _replay_of, _run_probe
 
 N_CALLS = 64
 """Calls of one model on one input that must agree (each followed by an interleaved other input)."""
-
-
-def _seeded_probe(case: ConformanceCase, s: int, data: int) -> torch.Tensor:
-    """The probe output of call 1 of a model built from ``s``, flattened (what the child computes)."""
-    torch.manual_seed(10_000 + s)
-    model = case.build(s)
-    torch.manual_seed(20_007)
-    return _as_tensor(_probe(case, data)(model)).detach().double().cpu()
 
 
 def check_determinism(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
@@ -87,8 +80,6 @@ def check_determinism(case: ConformanceCase, *, seed: int = 0, max_examples: int
         if not d <= 0:
             return fail(d, "a model rebuilt with the same seed",
                         "seed every random draw of make_model from its seed (torch.Generator), never the global RNG.")
-    from tabzoo.testing.checks.fresh import fresh_process_probe
-
     child, how = fresh_process_probe(case, s, data)
     if child is None:
         return CheckResult(check, case.name, "failed", None, None, {"seed": s},

@@ -27,15 +27,38 @@ TIMEOUT = 300.0
 """Seconds one job may take (the first one includes starting Python and importing torch)."""
 
 
+def _seeded_probe(case: ConformanceCase, s: int, data: int) -> torch.Tensor:
+    """The probe output of call 1 of a model built from ``s``, flattened (parent and child both)."""
+    from tabzoo.testing.checks._common import _as_tensor
+    from tabzoo.testing.checks.misc import _probe
+
+    torch.manual_seed(10_000 + s)
+    model = case.build(s)
+    torch.manual_seed(20_007)
+    return _as_tensor(_probe(case, data)(model)).detach().double().cpu()
+
+
+def _registered(name: str) -> list[ConformanceCase]:
+    """The installed plugin cases called ``name`` (read from the registry, not the runner, which
+    imports the checks)."""
+    from tabzoo.plugins import get_registry
+
+    out = []
+    for entry in get_registry().items["conformance_cases"].values():
+        obj = entry.obj
+        case = obj if isinstance(obj, ConformanceCase) else obj() if callable(obj) else None
+        if isinstance(case, ConformanceCase) and case.name == name:
+            out.append(case)
+    return out
+
+
 def locate(case: ConformanceCase) -> dict[str, Any] | None:
     """How a fresh process finds ``case``: ``{"name", "factory", "factory_args"}`` or
     ``{"name", "registered"}``; ``None`` when it cannot."""
     if case.factory:
         return {"name": case.name, "factory": case.factory, "factory_args": dict(case.factory_args)}
     try:
-        from tabzoo.testing.runner import find_cases
-
-        hits = [c for c in find_cases(case.name, include_core=False) if c.name == case.name]
+        hits = _registered(case.name)
     except Exception:  # noqa: BLE001 - not installed: no locator
         return None
     if len(hits) == 1 and hits[0].make_model is case.make_model:
@@ -120,16 +143,12 @@ def _job(job: dict[str, Any]) -> None:
 
     from safetensors.torch import save_file
 
-    from tabzoo.testing.checks.determinism import _seeded_probe
-
     if job.get("factory"):
         module, _, attr = job["factory"].partition(":")
         made = getattr(import_module(module), attr)(**job.get("factory_args", {}))
         cases = made if isinstance(made, (list, tuple)) else [made]
     else:
-        from tabzoo.testing.runner import find_cases
-
-        cases = find_cases(job["name"], include_core=False)
+        cases = _registered(job["name"])
     (case,) = [c for c in cases if c.name == job["name"]]
     case = replace(case, device=job["device"])
     save_file({"probe": _seeded_probe(case, int(job["seed"]), int(job["data"])).contiguous()}, job["out"])

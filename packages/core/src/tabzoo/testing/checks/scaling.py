@@ -15,8 +15,11 @@ The fitted log-log slope of each of these must be <= :data:`MAX_SLOPE`. Counting
 after two sizes a slope far above the limit stops the check (no 32768^2 intermediate is ever
 built). The tensor inputs must grow with ``n`` (an axis that does not grow proves nothing). A
 plugin's analytic ``ScalingAxis.cost`` is reported beside the counts, never instead of them.
-Wall time is asserted only coarsely (:data:`WALL_MAX_SLOPE` once a forward takes
+Time is asserted only coarsely (:data:`WALL_MAX_SLOPE` once a forward takes
 :data:`WALL_MIN_SECONDS`): it catches work done outside torch ops, which the counts cannot see.
+It is the process's CPU time (``time.process_time``), so another process keeping the cores busy
+does not inflate it, and a slope above the limit is measured once more (minimum per size) before
+it fails; ``details["time_slopes"]`` and ``["time_slope_spread"]`` report both (issue 23 item 8).
 """
 
 from __future__ import annotations
@@ -143,14 +146,16 @@ def measure(case: ConformanceCase, axis: ScalingAxis, n: int, seed: int, model: 
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with counter, tracker:
         out = call()
     counted_seconds = time.perf_counter() - start  # includes the counting overhead
+    cpu_seconds = time.process_time() - cpu  # CPU time of this process: other processes do not inflate it
     del out
     peak = float(torch.cuda.max_memory_allocated() - before) if cuda else float(tracker.peak)
     row = {"n": n, "flops": float(counter.get_total_flops()), "elements": float(tracker.elements),
-           "peak_bytes": peak, "seconds": counted_seconds, "input_elements": float(_input_elements(inputs))}
+           "peak_bytes": peak, "seconds": counted_seconds, "cpu_seconds": cpu_seconds,
+           "input_elements": float(_input_elements(inputs))}
     if axis.cost is not None:
         row["declared_flops"] = _flops_of(axis.cost(n))
     return row
@@ -181,8 +186,8 @@ def check_linear_scaling(case: ConformanceCase, axis_capability: str, *, seed: i
             if projected > MAX_PROJECTED_BYTES:
                 stopped = f"stopped before n={n}: projected peak memory {projected / 2**30:.1f} GiB"
                 break
-            wall = fitted_slope([int(r["n"]) for r in rows], [r["seconds"] for r in rows])
-            if len(rows) >= 3 and wall > WALL_MAX_SLOPE and rows[-1]["seconds"] >= WALL_MIN_SECONDS:
+            wall = fitted_slope([int(r["n"]) for r in rows], [r["cpu_seconds"] for r in rows])
+            if len(rows) >= 3 and wall > WALL_MAX_SLOPE and rows[-1]["cpu_seconds"] >= WALL_MIN_SECONDS:
                 break  # wall time already superlinear: the final verdict below reports it
         if shared is None and axis.make_model is None:
             shared = case.build(seed)
@@ -222,18 +227,38 @@ def check_linear_scaling(case: ConformanceCase, axis_capability: str, *, seed: i
             "wall time not asserted).",
             details,
         )
-    if slopes["seconds"] > WALL_MAX_SLOPE and rows[-1]["seconds"] >= WALL_MIN_SECONDS:
+    time_slope = _robust_time_slope(case, axis, seed, shared, rows, details)
+    if time_slope > WALL_MAX_SLOPE and rows[-1]["cpu_seconds"] >= WALL_MIN_SECONDS:
         return CheckResult(
-            check, case.name, "failed", slopes["seconds"], WALL_MAX_SLOPE, repro,
-            f"{check} violated: wall time grows with slope {slopes['seconds']:.3f} > {WALL_MAX_SLOPE} (the largest "
-            f"forward took {rows[-1]['seconds']:.2f} s) although the counted torch ops grow linearly: work outside "
-            f"torch ops (numpy, C extensions, Python arithmetic) is not linear ({summary}).",
+            check, case.name, "failed", time_slope, WALL_MAX_SLOPE, repro,
+            f"{check} violated: CPU time grows with slope {time_slope:.3f} > {WALL_MAX_SLOPE} in two measurements "
+            f"(slopes {details['time_slopes']}; the largest forward took {rows[-1]['cpu_seconds']:.2f} s of CPU) "
+            f"although the counted torch ops grow linearly: work outside torch ops (numpy, C extensions, Python "
+            f"arithmetic) is not linear ({summary}).",
             details,
         )
     if axis.cost is not None and slopes["declared_flops"] + 0.1 < slopes["flops"]:
         details["declared_note"] = "the declared cost grows more slowly than the counted FLOPs"
     return CheckResult(check, case.name, "passed", worst, MAX_SLOPE, repro,
                        f"{summary} at n={measured} (counted by the kit; wall time asserted only coarsely)", details)
+
+
+def _robust_time_slope(case: ConformanceCase, axis: ScalingAxis, seed: int, model: Any,
+                       rows: list[dict[str, float]], details: dict[str, Any]) -> float:
+    """The slope of per-size CPU time (``time.process_time``: load from other processes does not
+    count), retried once when it is an outlier above :data:`WALL_MAX_SLOPE`: each size is timed
+    again and its minimum kept. ``details["time_slopes"]`` lists the slopes measured (their spread
+    is reported)."""
+    ns = [int(r["n"]) for r in rows]
+    cpu = [r["cpu_seconds"] for r in rows]
+    slopes = [fitted_slope(ns, cpu)]
+    if slopes[0] > WALL_MAX_SLOPE and rows[-1]["cpu_seconds"] >= WALL_MIN_SECONDS:
+        again = [measure(case, axis, n, seed, model=model, warm=model is None)["cpu_seconds"] for n in ns]
+        cpu = [min(a, b) for a, b in zip(cpu, again, strict=True)]
+        slopes.append(fitted_slope(ns, cpu))
+    details["time_slopes"] = [round(v, 3) for v in slopes]
+    details["time_slope_spread"] = round(max(slopes) - min(slopes), 3)
+    return slopes[-1]
 
 
 def default_axis(case: ConformanceCase, axis_capability: str) -> ScalingAxis | None:

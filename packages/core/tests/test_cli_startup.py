@@ -1,0 +1,64 @@
+"""Issue 24 items 5 and 8: ``tabzoo --help``/``--version`` import no plugin and no torch (plugin
+commands load only when they run); an unexpected error is one line, its traceback only with --debug."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+from tabzoo import cli
+
+PROBE = """
+import sys
+from tabzoo.cli import main
+try:
+    main([{arg!r}])
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m == "torch" or m.startswith("tabzoo_"))
+print("HEAVY", heavy)
+"""
+
+
+@pytest.mark.parametrize("arg", ["--version", "--help"])
+def test_help_and_version_import_no_plugin_and_no_torch(arg: str) -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE.format(arg=arg)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout, out.stdout
+
+
+def test_the_subcommand_is_found_after_options() -> None:
+    assert cli._command_of(["-v", "--debug", "ramba", "--steps", "3"]) == "ramba"
+    assert cli._command_of(["--help"]) is None
+
+
+def _boom(args: argparse.Namespace) -> int:
+    raise ValueError("an internal slip")
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    real = cli.build_parser
+
+    def patched(argv: object = None) -> argparse.ArgumentParser:
+        parser = real(argv)  # type: ignore[arg-type]
+        parser._subparsers._group_actions[0].choices["plugins"].set_defaults(func=_boom)  # type: ignore[union-attr]
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", patched)
+    assert cli.main(["plugins"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "ValueError: an internal slip" in err and "--debug" in err
+    with pytest.raises(ValueError, match="internal slip"):
+        cli.main(["--debug", "plugins"])
+
+
+def test_a_plugin_command_that_is_not_installed_names_the_install_command(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "_plugin_commands", lambda sub, wanted: None)  # as without tabzoo-ramba
+    assert cli.main(["ramba", "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "tabzoo-ramba, which is not installed" in err and "uv build --package tabzoo-ramba" in err
+    assert "invalid choice" not in err

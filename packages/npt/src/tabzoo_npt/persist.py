@@ -1,0 +1,140 @@
+"""Save and load a fitted NPT estimator through the core's checkpoint pairs (no pickle).
+
+A saved estimator at stem ``path`` is two pairs, as for the core's in-context estimators
+(:meth:`tabzoo.estimators.InContextEstimator.save`):
+
+* ``path.safetensors`` + ``path.json`` - the fitted state (:func:`tabzoo.checkpoint.save_state`):
+  constructor parameters, the fitted preprocessing (:class:`~tabzoo_npt.encoding.TableEncoder`),
+  the label encoding (``classes_``) or the target standardisation (``y_mean_``, ``y_std_``), the
+  context cells ``context_ [n_train, d]`` and, in the semi-supervised and transductive modes,
+  the unlabeled rows;
+* ``path.model.safetensors`` + ``path.model.json`` - the NPT weights and its architecture config
+  (:func:`tabzoo.checkpoint.save_checkpoint`, architecture ``"npt"``).
+
+Loading rebuilds the model from the stored config and weights, so predictions after a reload
+are bit-identical to those before. An existing file is never replaced unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tabzoo.errors import CheckpointError, TabzooInputError
+from tabzoo.estimators.base import resolve_device
+from tabzoo.estimators.preprocessing import TabularPreprocessor
+from tabzoo.estimators.sk import check_is_fitted
+
+from tabzoo_npt.encoding import TableEncoder
+from tabzoo_npt.model import NPTConfig, build
+
+__all__ = ["load_estimator", "save_estimator"]
+
+ARCHITECTURE = "npt"
+
+
+def _stem(path: str | Path) -> Path:
+    stem = Path(path)
+    return stem.with_suffix("") if stem.suffix in {".json", ".safetensors"} else stem
+
+
+def _files(stem: Path) -> list[Path]:
+    model = stem.with_name(stem.name + ".model")
+    return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
+
+
+def _labels_state(classes: np.ndarray) -> dict[str, Any]:
+    """``classes_`` as JSON: str labels as a list, numeric labels with their dtype."""
+    if classes.dtype.kind in "OUS":
+        if not all(isinstance(c, str) for c in classes.tolist()):
+            raise TabzooInputError("only str or numeric class labels can be saved; convert y to one type before fit.")
+        return {"labels": [str(c) for c in classes.tolist()], "dtype": "str"}
+    return {"labels": classes.tolist(), "dtype": classes.dtype.str}
+
+
+def _labels_from_state(state: dict[str, Any]) -> np.ndarray:
+    kind = state["dtype"]
+    return np.asarray(state["labels"], dtype=object if kind == "str" else np.dtype(kind))
+
+
+def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Save the fitted NPT estimator ``est`` at stem ``path``; returns the stem.
+
+    :raises TabzooInputError: a file of the pair exists and ``overwrite`` is false.
+    """
+    from tabzoo.checkpoint import save_checkpoint, save_state
+
+    check_is_fitted(est, "model_")
+    stem = _stem(path)
+    existing = [str(p) for p in _files(stem) if p.exists()]
+    if existing and not overwrite:
+        raise TabzooInputError(f"{', '.join(existing)} already exist(s); a saved model is never replaced silently. "
+                               "Pass overwrite=True to replace it, or choose another path.")
+    encoder: TableEncoder = est.encoder_
+    fitted: dict[str, Any] = {"targets": list(est.targets_)}
+    if hasattr(est, "classes_"):
+        fitted["classes"] = _labels_state(np.asarray(est.classes_))
+    if hasattr(est, "y_mean_"):
+        fitted.update(y_mean=np.asarray(est.y_mean_, np.float64), y_std=np.asarray(est.y_std_, np.float64),
+                      multi=bool(est._multi))
+    state = {
+        "params": est.get_params(deep=False),
+        "encoder": encoder.state_dict(),
+        "context": np.ascontiguousarray(est.context_, dtype=np.float32),
+        "unlabeled": None if getattr(est, "unlabeled_", None) is None else np.ascontiguousarray(est.unlabeled_),
+        "n_features_in": int(est.n_features_in_),
+        "feature_names_in": [str(n) for n in getattr(est, "feature_names_in_", [])] or None,
+        "fitted": fitted,
+    }
+    cls = type(est)
+    who = {"estimator": f"{cls.__module__}:{cls.__qualname__}"}
+    save_state(stem, state, extra=who)
+    save_checkpoint(stem.with_name(stem.name + ".model"), est.model_, architecture=ARCHITECTURE,
+                    config=est.model_.config.to_dict(), extra=who)
+    return stem
+
+
+def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
+    """Load an estimator of class ``cls`` saved by :func:`save_estimator` (``device`` overrides the saved one)."""
+    from tabzoo.checkpoint import load_checkpoint, load_state, load_weights
+
+    stem = _stem(path)
+    state = load_state(stem)
+    params = dict(state["params"])
+    if device is not None:
+        params["device"] = device
+    est = cls(**params)
+    want = f"{cls.__module__}:{cls.__qualname__}"
+    encoder = TableEncoder()
+    encoder.pre = TabularPreprocessor.from_state_dict(state["encoder"]["pre"])
+    encoder.cardinalities = tuple(int(c) for c in state["encoder"]["cardinalities"])
+    est.encoder_ = encoder
+    est.context_ = np.ascontiguousarray(state["context"], dtype=np.float32)
+    unlabeled = state.get("unlabeled")
+    est.unlabeled_ = None if unlabeled is None else np.ascontiguousarray(unlabeled, dtype=np.float32)
+    est.n_features_in_ = int(state["n_features_in"])
+    if state.get("feature_names_in"):
+        est.feature_names_in_ = np.asarray(state["feature_names_in"], dtype=object)
+    fitted = state["fitted"]
+    est.targets_ = tuple(int(t) for t in fitted["targets"])
+    if "classes" in fitted:
+        est.classes_ = _labels_from_state(fitted["classes"])
+        est.n_classes_ = len(est.classes_)
+    if "y_mean" in fitted:
+        est.y_mean_, est.y_std_ = np.asarray(fitted["y_mean"]), np.asarray(fitted["y_std"])
+        est._multi = bool(fitted["multi"])
+    ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=ARCHITECTURE)
+    saved_by = ckpt.meta.get("extra", {}).get("estimator")
+    if saved_by not in (None, want):
+        raise CheckpointError(f"{stem} holds a {saved_by}, not a {want}; load it with the class that saved it.")
+    cfg = dict(ckpt.config)
+    cfg.pop("preset", None)
+    model = build({**cfg, "cardinalities": tuple(cfg["cardinalities"])})
+    if not isinstance(model.config, NPTConfig) or model.config.to_dict() != ckpt.config:
+        raise CheckpointError(f"{stem}.model.json holds a config this version of tabzoo-npt builds differently; "
+                              "refit and save the model with this version.")
+    load_weights(model, ckpt.tensors, what=f"{stem}.model", target=f"the model of {cls.__name__}",
+                 fix="Load it with the class and tabzoo-npt version that saved it.")
+    est.model_ = model.to(resolve_device(est.device)).eval()
+    return est
