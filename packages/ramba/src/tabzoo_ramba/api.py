@@ -87,6 +87,10 @@ class Ramba:
 
     :param model: a (pretrained) :class:`RambaModel`; default a fresh one from ``config``.
     :param sampler: the subgraph budget.
+
+    Memory: ``fit`` estimates a training step's peak from the longest serialized sequence and
+    ``batch_size`` before training, and raises :class:`~tabzoo.errors.MemoryLimitError` with the
+    estimate and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory).
     """
 
     def __init__(self, model: RambaModel | None = None, *, config: dict[str, Any] | None = None,
