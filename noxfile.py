@@ -35,7 +35,8 @@ INTEGRATION_TESTS = {
     ],
     "tabflex": ["packages/tabflex/tests/test_pretraining.py"],
     "orion-msp": ["packages/orion-msp/tests/test_pretraining.py::test_prior_draws_the_widest_tables"],
-    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source"],
+    "ramba": ["packages/ramba/tests/test_api.py::test_synthetic_pretraining_source",
+              "packages/ramba/tests/test_ramba_pretraining.py"],
     "root": ["tests"],
 }
 
@@ -94,9 +95,13 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over every package, the benchmarks, the examples and the root tests."""
-    session.install("ruff>=0.6")
+    """ruff over every package, the benchmarks, the examples and the root tests; then the import
+    contracts of .importlinter (the core's floors, no circles, plugins independent), read from the
+    sources: nothing is installed but the two tools."""
+    session.install("ruff>=0.6", "import-linter>=2.10")
     session.run("ruff", "check", "packages", "benchmarks", "examples", "tests", "noxfile.py")
+    sources = os.pathsep.join(str(p) for p in sorted(Path("packages").glob("*/src")))
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": sources})
 
 
 @nox.session(venv_backend="none")
@@ -134,6 +139,15 @@ def conformance(session: nox.Session) -> None:
     """Every workspace package in one venv; the kit over every installed plugin."""
     _sync(session, "--all-packages")
     session.run("tabzoo", "conformance", "all", *session.posargs)
+
+
+@nox.session
+def thorough(session: nox.Session) -> None:
+    """The conformance kit's thorough search over every installed case (nightly; slow): contexts
+    up to 4,096 rows and 5x the examples (issue 23)."""
+    _sync(session, "--all-packages")
+    session.run("tabzoo", "conformance", "all", "--thorough", *session.posargs,
+                env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
 
 
 @nox.session

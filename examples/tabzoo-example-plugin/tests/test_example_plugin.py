@@ -26,3 +26,17 @@ def test_plugin_registers_through_the_entry_point() -> None:
     spec = get_architecture("example_knn")
     assert "query_independence" in spec.capabilities
     assert "example" in [c.name for c in list_conformance_cases()]
+
+
+def test_the_estimator_is_the_cores_in_context_path_around_the_model() -> None:
+    import numpy as np
+    from tabzoo_example_plugin.estimators import KNNAttentionEstimator
+
+    rng = np.random.default_rng(0)
+    centres = np.array([[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 4.0]])
+    y = rng.integers(0, 3, 90)
+    X = centres[y] + rng.normal(size=(90, 3))
+    clf = KNNAttentionEstimator(n_estimators=3, device="cpu").fit(X[:60], y[:60])
+    proba = clf.predict_proba(X[60:])
+    assert proba.shape == (30, 3) and np.allclose(proba.sum(1), 1.0)
+    assert (clf.predict(X[60:]) == y[60:]).mean() > 0.9  # well-separated blobs: a soft kNN gets them

@@ -37,6 +37,8 @@ class SlowInWorker(StepBlobs):
 class FailingPrior(StepBlobs):
     """Raises ``ValueError`` at step ``fail_at``; the message says where it ran (pid, threads)."""
 
+    name = "StepBlobs"  # the same prior until it fails: a resume with StepBlobs continues its run
+
     def __init__(self, fail_at: int, how: str = "raise") -> None:
         super().__init__()
         self.fail_at, self.how = fail_at, how

@@ -155,17 +155,36 @@ def test_model_selects_by_architecture_name(site: Path, capsys: pytest.CaptureFi
     assert [p["plugin"] for p in data["plugins"]] == ["tzb"] and data["report"] is None
 
 
+@pytest.mark.parametrize("exc", ["RuntimeError", "SystemExit", "BaseException"])
 def test_a_broken_demo_is_reported_and_the_others_still_run(
-    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], exc: str
 ) -> None:
-    make_dist(site, "tz-demo-c", "tzc", "tz_demo_c", BROKEN)
+    """Whatever a demo raises (SystemExit(0) included) fails its row only; the run exits 1 at the end."""
+    module = f"tz_demo_c_{exc.lower()}"  # a module name per case: an imported module stays in sys.modules
+    make_dist(site, "tz-demo-c", "tzc", module, BROKEN.replace("RuntimeError", exc).replace("tz_demo_c", module))
     monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza,tzc")
     reset_registry()
     assert main(["demo", "--no-progress"]) == 1
     out = capsys.readouterr().out
-    assert "tzc: FAILED (RuntimeError: this demo is broken on purpose)" in out
-    report = (_folder(out) / "report.md").read_text()
-    assert "**Failed:** `RuntimeError: this demo is broken on purpose`" in report and "toy_a (fine-tuned)" in report
+    assert f"tzc: FAILED ({exc}: this demo is broken on purpose)" in out
+    folder = _folder(out)
+    report = (folder / "report.md").read_text()
+    assert f"**Failed:** `{exc}: this demo is broken on purpose`" in report and "toy_a (fine-tuned)" in report
+    assert json.loads((folder / "results.json").read_text())["plugins"][0]["plugin"] == "tza"
+    listed = out.strip().splitlines()[-1].split("/ (")[1].rstrip(")").split(", ")
+    assert listed and all((folder / name).is_file() for name in listed)
+
+
+def test_the_last_line_lists_only_written_files(site: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from tabzoo.cli import _report
+
+    monkeypatch.setattr(_report, "bar_grid", lambda *a, **k: None)  # as without matplotlib
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza")
+    reset_registry()
+    assert main(["demo", "--no-progress"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.endswith("(report.md, results.json)") and "PNG" not in last
 
 
 def test_missing_scikit_learn_is_one_line_before_any_work(

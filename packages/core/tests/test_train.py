@@ -124,6 +124,8 @@ def _run_until(out: Path, cfg: TrainConfig, stop: int) -> None:
         pass
 
     class StoppingPrior(BlobsPrior):
+        name = "BlobsPrior"  # the same prior, only stopped: a resume with BlobsPrior must accept it
+
         def sample(self, batch_size, *, seed, device="cpu"):
             if (out / "latest.json").exists() and json.loads((out / "latest.json").read_text())["step"] >= stop:
                 raise Stop

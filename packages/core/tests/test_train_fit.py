@@ -4,6 +4,7 @@ restore, seeds, lazy batches, checkpoint/resume, progress bar, config errors).""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,6 +98,23 @@ def test_checkpoint_and_resume_continue_exactly() -> None:
     resumed = _model()
     res = fit(resumed, LinearTask(seed=99), cfg, validate=lambda m: 0.5, resume=states[0])
     assert res.losses == res_full.losses and res.epochs == 6
+    assert all(torch.equal(a, b) for a, b in zip(_weights(full), _weights(resumed), strict=True))
+
+
+def test_a_saved_state_resumes_exactly(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import load_state, save_state
+
+    cfg = FitConfig(max_epochs=5, lr=1e-2, seed=4, checkpoint_every=2, optimizer="lamb", lookahead_k=2)
+    states: list[FitState] = []
+    full = _model()
+    res_full = fit(full, LinearTask(seed=1), cfg, validate=lambda m: Evaluation(0.5, {"auc": [0.1]}),
+                   checkpoint=states.append)
+    save_state(tmp_path / "state", states[0].to_dict())
+    back = FitState.from_dict(load_state(tmp_path / "state"))
+    assert back.result == states[0].result and back.epoch == 2
+    resumed = _model()
+    res = fit(resumed, LinearTask(seed=99), cfg, validate=lambda m: Evaluation(0.5, {"auc": [0.1]}), resume=back)
+    assert res.losses == res_full.losses and res.best == res_full.best
     assert all(torch.equal(a, b) for a, b in zip(_weights(full), _weights(resumed), strict=True))
 
 

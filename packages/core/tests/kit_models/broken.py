@@ -93,15 +93,39 @@ def _icl_masks(nc: int, n: int) -> list[Any]:
     return [context_query(nc)]
 
 
-def icl_case(name: str = "tiny_icl", model_cls: type[TinyICL] = TinyICL, **kw: Any) -> ConformanceCase:
-    """A case for ``model_cls`` claiming every in-context property, rows scaling and its kernel."""
+def resolve(model_cls: Any) -> Any:
+    """A class, or ``"module:Class"`` (as a fresh process receives it) imported."""
+    if isinstance(model_cls, str):
+        from importlib import import_module
+
+        module, _, qual = model_cls.partition(":")
+        return getattr(import_module(module), qual)
+    return model_cls
+
+
+def path_of(model_cls: Any) -> str:
+    """``"module:Class"`` of a class."""
+    return f"{model_cls.__module__}:{model_cls.__qualname__}"
+
+
+def icl_case(name: str = "tiny_icl", model_cls: type[TinyICL] | str = TinyICL, **kw: Any) -> ConformanceCase:
+    """A case for ``model_cls`` claiming every in-context property, rows scaling and its kernel
+    (``model_cls`` may be ``"module:Class"``; a fresh process rebuilds the case from that)."""
     options: dict[str, Any] = dict(
         capabilities=cap.IN_CONTEXT_DEFAULTS | {cap.NO_CONTEXT_QUERY_LEAK, cap.LINEAR_IN_ROWS, cap.KERNEL_EQUIVALENCE},
         config={"d": D}, context_repr=icl_context_repr, masks=_icl_masks, n_features=4, n_classes=3,
         kernel_ops=("linear_attention",),
     )
-    options.update(kw)
-    return ConformanceCase(name, make_model=lambda seed: model_cls(seed), **options)
+    return gallery_case("kit_models.broken:icl_case", name, model_cls, options, kw)
+
+
+def gallery_case(factory: str, name: str, model_cls: Any, options: dict[str, Any], kw: dict[str, Any]) -> ConformanceCase:
+    """``ConformanceCase(name, make_model=model_cls, **options, **kw)``, rebuildable by a fresh
+    process through ``factory(name=..., model_cls="module:Class", **kw)`` when ``kw`` is JSON-able."""
+    cls = resolve(model_cls)
+    if all(isinstance(v, (str, int, float, bool)) for v in kw.values()):
+        options = {**options, "factory": factory, "factory_args": {"name": name, "model_cls": path_of(cls), **kw}}
+    return ConformanceCase(name, make_model=lambda seed: cls(seed), **{**options, **kw})
 
 
 # -- broken in-context models -------------------------------------------------------------

@@ -21,6 +21,8 @@ from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase
 from torch import nn
 
+from kit_models.broken import gallery_case
+
 F, D = 4, 8
 
 
@@ -75,13 +77,12 @@ class ReadsMaskedTargets(TinyRows):
         return torch.nan_to_num(y)
 
 
-def rows_case(name: str = "tiny_rows", model_cls: type[TinyRows] = TinyRows, **kw: Any) -> ConformanceCase:
+def rows_case(name: str = "tiny_rows", model_cls: type[TinyRows] | str = TinyRows, **kw: Any) -> ConformanceCase:
     options: dict[str, Any] = dict(
         capabilities=cap.ROW_ATTENTION_DEFAULTS - {cap.NO_CONTEXT_QUERY_LEAK}, protocol="rows", n_features=F,
         n_classes=0, expected_failures={cap.NO_CONTEXT_QUERY_LEAK: "transductive: context rows attend to query rows"},
     )
-    options.update(kw)
-    return ConformanceCase(name, make_model=lambda seed: model_cls(seed), **options)
+    return gallery_case("kit_models.broken_rows:rows_case", name, model_cls, options, kw)
 
 
 class TinyRelational(nn.Module):
@@ -150,9 +151,8 @@ def _relational_bad_inputs(model: Any) -> list[tuple[str, Any]]:
     return [("seed row not in the database", lambda: model(db, [("events", -1, np.datetime64("2024-01-02"))]))]
 
 
-def relational_case(name: str = "tiny_relational", model_cls: type[TinyRelational] = TinyRelational,
+def relational_case(name: str = "tiny_relational", model_cls: type[TinyRelational] | str = TinyRelational,
                     **kw: Any) -> ConformanceCase:
     options: dict[str, Any] = dict(capabilities=cap.RELATIONAL_DEFAULTS, protocol="relational",
                                    target=("events", "label"), horizon=0.0, bad_inputs=_relational_bad_inputs)
-    options.update(kw)
-    return ConformanceCase(name, make_model=lambda seed: model_cls(seed), **options)
+    return gallery_case("kit_models.broken_rows:relational_case", name, model_cls, options, kw)

@@ -4,4 +4,4 @@ from __future__ import annotations
 
 from tabzoo.testing import capabilities as cap
 
-CAPABILITIES = (cap.IN_CONTEXT_DEFAULTS - {cap.BATCH_INDEPENDENCE}) | {cap.LINEAR_IN_FEATURES}
+CAPABILITIES = (cap.IN_CONTEXT_DEFAULTS - {cap.BATCH_INDEPENDENCE}) | {cap.LINEAR_IN_FEATURES, cap.MISSING_VALUES}

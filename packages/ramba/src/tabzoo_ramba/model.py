@@ -16,7 +16,7 @@ query vector scored against the projected text embeddings of candidate strings, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -107,12 +107,19 @@ class RambaModel(nn.Module):
     """Ramba over collated batches (:func:`tabzoo_ramba.serialize.collate`).
 
     ``forward(batch) -> Z [B, L, D]``; :meth:`predict_target` reads the head of each sequence's
-    target cell; :meth:`mlm_loss` is the masked-cell pretraining loss.
+    target cell; :meth:`mlm_loss` is the masked-cell pretraining loss (:meth:`pretrain_loss`, the
+    core pretraining loop's hook).
     """
+
+    architecture = "ramba"
 
     def __init__(self, config: dict[str, Any] | RambaConfig | None = None) -> None:
         super().__init__()
         c = make_config(config)
+        if c.text_encoder == "auto":  # record the concrete encoder, so a checkpoint says which it saw
+            from tabzoo_ramba.text import resolve_encoder
+
+            c = replace(c, text_encoder=resolve_encoder("auto"))
         self.cfg = c
         d = c.d_model
         self.schema_proj, self.schema_norm = nn.Linear(c.d_text, d), RMSNorm(d)
@@ -208,6 +215,10 @@ class RambaModel(nn.Module):
         """Scores ``[Q, n_strings]`` of the candidate strings for query states ``zq [Q, D]``."""
         cand = self.text_norm(self.text_proj(text_emb))
         return self.text_head(zq) @ cand.T / cand.shape[-1] ** 0.5
+
+    def pretrain_loss(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The scalar masked-cell loss of a collated batch (:func:`tabzoo.train.pretrain` calls it)."""
+        return self.mlm_loss(batch)[0]
 
     def mlm_loss(self, batch: dict[str, Any], huber_delta: float = 1.0) -> tuple[torch.Tensor, dict[str, float]]:
         """Masked-cell loss over ``batch["mlm"]`` positions: Huber (numeric, datetime), BCE

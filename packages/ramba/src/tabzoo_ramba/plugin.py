@@ -1,4 +1,6 @@
-"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture and its conformance cases.
+"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture, its masked-cell
+pretraining prior ``ramba_mlm`` (so ``tabzoo pretrain --model ramba --prior ramba_mlm`` works)
+and its conformance cases.
 
 Only hook implementations live here; torch and the model are imported lazily inside them.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import ArchitectureSpec, PriorSpec, hookimpl
 
 from tabzoo_ramba.capabilities import CAPABILITIES
 
@@ -35,6 +37,23 @@ def tabzoo_register_architectures(register: Any) -> None:
         description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "
                     "attention over time-causal relational subgraphs; presets tiny, small, paper",
     ))
+
+
+def _masked_cells(**config: Any) -> Any:
+    from tabzoo_ramba.sampling import SamplerConfig
+    from tabzoo_ramba.train import MaskedCellPrior
+
+    if isinstance(config.get("sampler"), dict):
+        config["sampler"] = SamplerConfig(**config["sampler"])
+    return MaskedCellPrior(**config)
+
+
+@hookimpl
+def tabzoo_register_priors(register: Any) -> None:
+    """Register ``ramba_mlm``: masked-cell batches of the ``relational`` prior's databases."""
+    register(PriorSpec(name="ramba_mlm", factory=_masked_cells, kind="relational",
+                       description="Ramba's masked-cell pretraining batches of databases of the `relational` "
+                                   "prior (options: relational, encoder, dbs_every, sampler, mask_rate, seed)"))
 
 
 @hookimpl

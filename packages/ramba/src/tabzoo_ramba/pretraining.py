@@ -2,13 +2,17 @@
 
 The prior is resolved by name through the core's prior registry (:func:`tabzoo.plugins.get_prior`;
 tabzoo-priors registers it), inside :func:`synthetic_source`; nothing here imports tabzoo-priors.
-The shipped ``ramba-tiny-synth`` checkpoint was made with::
+The shipped ``ramba-tiny-synth`` checkpoint was made with (by the earlier Ramba-only loop, whose
+schedule was a one-cycle rather than warm-up + cosine; its run state is in that loop's format)::
 
     python -m tabzoo_ramba.pretraining --out runs/ramba-tiny-synth --steps 1500 --resume
     python -m tabzoo_ramba.pretraining --out runs/ramba-tiny-synth --export ramba-tiny-synth
 
-(``--resume`` continues an interrupted run from its last state; without it an existing run is
-never overwritten.) A zero-shot model never sees the target database during pretraining.
+(``--out`` is the run's folder in the core's layout; ``--resume`` continues an interrupted run from
+its last state; without it an existing run is never overwritten.) The loop is the core's
+pretraining loop (:func:`tabzoo.train.pretrain`), fed by
+:class:`~tabzoo_ramba.train.MaskedCellPrior`. A zero-shot model never sees the target database
+during pretraining.
 """
 
 from __future__ import annotations
@@ -50,8 +54,8 @@ def synthetic_source(**prior_config: Any) -> Any:
 
 
 def run(out: str | Path, *, recipe: str = "tiny-synth", steps: int | None = None, resume: bool = False,
-        progress: bool = True, seed: int = 0) -> tuple[RambaModel, list[float]]:
-    """Pretrain (or continue) the recipe's model; the state lives at ``out`` (a stem)."""
+        progress: bool = True, seed: int = 0, device: str = "cpu") -> tuple[RambaModel, list[float]]:
+    """Pretrain (or continue) the recipe's model; the run lives in the folder ``out``."""
     from tabzoo_ramba.train import pretrain_mlm
 
     if recipe not in RECIPES:
@@ -65,20 +69,23 @@ def run(out: str | Path, *, recipe: str = "tiny-synth", steps: int | None = None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = RambaModel(r["model_config"])
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
     history = pretrain_mlm(model, synthetic_source(**r["prior_config"]), sampler=SamplerConfig(**r["sampler"]),
-                           out=out, resume=resume, progress=progress, seed=seed, **train)
+                           out=out, resume=resume, progress=progress, seed=seed, device=device, **train)
     return model, history
 
 
 def export(out: str | Path, name: str, *, recipe: str = "tiny-synth", directory: Path = CHECKPOINTS) -> Path:
-    """Copy the model weights of the run state at ``out`` into a checkpoint ``directory/name``."""
-    from tabzoo.checkpoint import load_state, save_checkpoint
+    """Copy the model weights of the last state of the run in the folder ``out`` into a checkpoint
+    ``directory/name``."""
+    from tabzoo.checkpoint import save_checkpoint
+    from tabzoo.train import load_latest
 
-    state = load_state(out)
+    state = load_latest(out)
+    if state is None:
+        raise TabzooInputError(f"{out} holds no pretraining run (no latest.json); run it first.")
     model = RambaModel(RECIPES[recipe]["model_config"])
     model.load_state_dict(state["model"])
-    history = [float(x) for x in state["history"]]
+    history = [float(x) for x in state["losses"]]
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / name
     if stem.with_name(name + ".json").exists():
@@ -98,7 +105,9 @@ def load_pretrained_model(name: str = "ramba-tiny-synth") -> RambaModel:
     if not path.with_name(name + ".json").exists():
         raise TabzooInputError(f"no shipped Ramba checkpoint {name!r} in {CHECKPOINTS}; pretrain one with "
                                "python -m tabzoo_ramba.pretraining")
-    return load_model(path, build=RambaModel).eval()
+    model = load_model(path, build=RambaModel)
+    assert isinstance(model, RambaModel)
+    return model.eval()
 
 
 def main(argv: list[str] | None = None) -> int:

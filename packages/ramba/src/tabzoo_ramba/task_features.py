@@ -2,7 +2,7 @@
 
 * :func:`flat_features`: the seed row alone, flattened: its own columns and those of its
   foreign-key parents (one join each), datetimes as calendar parts (year, day of year, day of
-  week, hour), categories as integer codes; never a label or hidden outcome column of the entity
+  week, hour), categories as a stable hash code; never a label or hidden outcome column of the entity
   table, never a parent later than the seed.
 * :func:`relational_features`: the flattened row plus hand-made aggregates over the seed's
   relatives (counts, means, last values over time windows), each from
@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -52,9 +53,8 @@ def _columns(db: Any, table: str, rows: np.ndarray, skip: set[str], prefix: str)
             for k, v in _calendar(f"{prefix}{c}_", to_seconds(t.column(c)[r])).items():
                 out[k] = np.where(miss, np.nan, v)
         elif ctype in (ColumnType.CATEGORICAL, ColumnType.TEXT):
-            vals = np.asarray(t.column(c), dtype=object)
-            codes = {v: i for i, v in enumerate(sorted({str(x) for x in vals}))}
-            out[f"{prefix}{c}"] = np.where(miss, np.nan, [codes[str(vals[i])] for i in r])
+            vals = np.asarray(t.column(c), dtype=object)[r]  # a stable hash code: no vocabulary of later rows
+            out[f"{prefix}{c}"] = np.where(miss, np.nan, [float(zlib.crc32(str(v).encode())) for v in vals])
         else:
             out[f"{prefix}{c}"] = np.where(miss, np.nan, np.asarray(t.column(c), dtype=np.float64)[r])
     return out

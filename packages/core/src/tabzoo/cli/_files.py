@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["check_output", "same_file", "write_via"]
+__all__ = ["check_output", "same_file", "write_text", "write_via"]
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -100,6 +100,11 @@ def write_via(path: str | os.PathLike[str], write: Callable[[Path], object]) -> 
         raise
     _fsync_dir(out.parent)
     return out
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, as :func:`write_via` does."""
+    return write_via(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _fsync_dir(folder: Path) -> None:

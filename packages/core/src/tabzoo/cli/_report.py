@@ -115,7 +115,8 @@ def bar_grid(path: Path, panels: Sequence[dict[str, Any]], title: str, *, ncols:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from tabzoo.cli._files import write_via
+
+    write_via(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
     return path

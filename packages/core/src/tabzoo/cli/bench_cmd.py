@@ -86,6 +86,7 @@ def _new_file(results: Path, name: str) -> Path:
 
 def _run_scripts(folder: Path, names: list[str], extra: str) -> tuple[list[Path], list[dict[str, Any]]]:
     from tabzoo.cli._bench import list_scripts
+    from tabzoo.cli._files import write_text
 
     scripts = {s["name"]: s for s in list_scripts(folder)}
     unknown = [n for n in names if n not in scripts]
@@ -110,7 +111,7 @@ def _run_scripts(folder: Path, names: list[str], extra: str) -> tuple[list[Path]
                 run["error"] = f"exit code {proc.returncode}: {json.dumps(data)[:300]}"
             else:
                 path = _new_file(results, name.replace("_", "-"))
-                path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+                write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
                 run["json"] = str(path)
                 written.append(path)
         runs.append(run)
@@ -130,6 +131,7 @@ def _panels(collected: list[dict[str, Any]], category: str, xlabel: str, log: bo
 
 def write_report(folder: Path, collected: list[dict[str, Any]], runs: list[dict[str, Any]], source: Path) -> Path:
     """The collected report in ``folder``; returns ``report.md``."""
+    from tabzoo.cli._files import write_text
     from tabzoo.cli._report import bar_grid, machine, md_table
 
     pngs = {
@@ -140,8 +142,8 @@ def write_report(folder: Path, collected: list[dict[str, Any]], runs: list[dict[
         "peak.png": bar_grid(folder / "peak.png", _panels(collected, "fraction_of_peak", "fraction of peak", False),
                              "fractions of the matmul peak measured in the same run"),
     }
-    (folder / "collected.json").write_text(json.dumps({"source": str(source), "runs": runs, "files": collected},
-                                                      indent=2, sort_keys=True) + "\n")
+    write_text(folder / "collected.json", json.dumps({"source": str(source), "runs": runs, "files": collected},
+                                                     indent=2, sort_keys=True) + "\n")
     lines = ["# tabzoo bench: collected results", "",
              f"{len(collected)} JSON files from `{source}`, collected on "
              f"{dt.datetime.now(dt.UTC).isoformat(timespec='seconds')} (collector machine: "
@@ -164,8 +166,7 @@ def write_report(folder: Path, collected: list[dict[str, Any]], runs: list[dict[
     lines += (["## Plots", ""] + [f"![{n[:-4]}]({n})" for n in shown] + [""]) if shown else \
         ["No plots: matplotlib is not installed (pip install 'tabzoo-core[plot]').", ""]
     report = folder / "report.md"
-    report.write_text("\n".join(lines))
-    return report
+    return write_text(report, "\n".join(lines))
 
 
 def _machine_text(m: Any) -> str:

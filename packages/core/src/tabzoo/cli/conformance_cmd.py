@@ -6,8 +6,14 @@ proven (skipped), failed, and every expected failure with its reason. Exit code:
 * ``0``: every check proven;
 * ``1``: a check failed or errored unexpectedly, or a plugin's case could not be built
   (its hook or factory raised, the case is invalid or lacks its protocol's minimum
-  capabilities); with ``--strict`` also any skipped (not proven) check;
-* ``3``: nothing failed, but some check was skipped: its property is NOT proven.
+  capabilities), or a check was skipped: its property is NOT proven (issue 23: not proven is
+  not passed);
+* ``3``: with ``--allow-unproven``, nothing failed but some check was skipped.
+
+Each result is printed as soon as its check finishes (with ``--json``, a ``[i/n]`` progress line
+per check goes to stderr and stdout stays one JSON document). ``--check`` runs only those of the
+named checks that a case calls for (its claims and the universal ones). Every waiver (expected
+failure) is printed with its reason.
 
 A broken plugin never crashes the run: it is reported as a failed ``registration`` result and
 the other cases still run. ``all`` also runs the core's own ``core_kernels`` case.
@@ -38,7 +44,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--device", default=None, help="device for models and inputs (default: each case's own)")
     p.add_argument("--xfails", default=None, metavar="FILE", help="JSON/TOML map case -> check -> reason")
     p.add_argument("--check", action="append", default=None, metavar="CHECK", help="run only this check (repeatable)")
-    p.add_argument("--strict", action="store_true", help="a skipped (not proven) check counts as a failure")
+    p.add_argument("--strict", action="store_true", help="(the default) a skipped (not proven) check is a failure")
+    p.add_argument("--allow-unproven", action="store_true",
+                   help="a skipped (not proven) check exits 3 instead of failing (1)")
+    p.add_argument("--thorough", action="store_true",
+                   help="the thorough search: contexts up to 4,096 rows, 5x the examples (slow; nightly)")
     p.add_argument("--replay", default=None, metavar="JSON",
                    help="re-run exactly one failing example: the 'replay' JSON printed under a failure")
     p.set_defaults(func=run)
@@ -63,6 +73,37 @@ def _summarise(results: list[Any], strict: bool) -> dict[str, Any]:
     }
 
 
+def _wanted(case: Any, only: list[str] | None) -> list[str]:
+    """The checks the case calls for (its claims and the universal ones), limited to ``--check``."""
+    from tabzoo.testing.runner import checks_for
+
+    names = checks_for(case)
+    return names if only is None else [c for c in names if c in only]
+
+
+def _progress(as_json: bool, width: int, total: int) -> Any:
+    """``emit(result) -> result``: print each result as it comes (``--json``: a progress line on
+    stderr, so that stdout stays one JSON document)."""
+    done = [0]
+
+    def emit(r: Any) -> Any:
+        done[0] += 1
+        status = "NOT PROVEN" if r.status == "skipped" else r.status.upper()
+        seconds = r.details.get("seconds")
+        took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
+        if as_json:
+            print(f"[{done[0]}/{total}] {r.case}-{r.check}: {status}{took}", file=sys.stderr, flush=True)
+            return r
+        print(f"{(r.case + '-' + r.check).ljust(width)}  {status:10s} {r.message}{took}", flush=True)
+        if r.status in ("failed", "error"):
+            line = f"replay: {r.replay}" if r.replay else \
+                f"reproducer: {json.dumps(r.as_dict()['reproducer'], sort_keys=True)}"
+            print(f"{' ' * width}  {line}", flush=True)
+        return r
+
+    return emit
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
     import os
@@ -70,10 +111,22 @@ def run(args: argparse.Namespace) -> int:
 
     # hypothesis keeps a cache under ./.hypothesis by default: never write into the user's directory
     os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "tabzoo-hypothesis"))
+    if args.thorough:
+        from tabzoo.testing.checks._common import PROFILE_ENV
+
+        os.environ[PROFILE_ENV] = "thorough"
 
     from tabzoo import __version__
     from tabzoo.testing._xfails import load_xfails
-    from tabzoo.testing.runner import CORE_CASE, check_conformance, collect_cases, replay
+    from tabzoo.testing.runner import (
+        CORE_CASE,
+        _expected_for,
+        checks_for,
+        collect_cases,
+        registration_results,
+        replay,
+        run_check,
+    )
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # broken plugins are reported below as failed registrations
@@ -82,37 +135,39 @@ def run(args: argparse.Namespace) -> int:
     note = None
     if args.name.strip() == "all" and all(c.name == CORE_CASE for c in cases) and not results:
         note = "no plugin conformance cases installed (pip install a tabzoo plugin); ran only the core's kernel checks"
+    width = max((len(f"{c.name}-{k}") for c in cases for k in checks_for(c)), default=10)
+    emit = _progress(args.json, width, sum(len(_wanted(c, args.check)) for c in cases))
+    for r in results:
+        emit(r)
     for case in cases:
         if args.device:
             case = dataclasses.replace(case, device=args.device)
         if args.replay:
-            results.append(replay(case, args.replay))
+            results.append(emit(replay(case, args.replay)))
             continue
-        results += check_conformance(case, on_fail=None, checks=args.check, seed=args.seed,
-                                     max_examples=args.max_examples, expected_failed_checks=xfails)
-    report = _summarise(results, args.strict)
+        expected = _expected_for(case, xfails)
+        if args.check is None:
+            results += [emit(r) for r in registration_results(case)]
+        for name in _wanted(case, args.check):
+            results.append(emit(run_check(case, name, seed=args.seed, max_examples=args.max_examples,
+                                          expected_failures=expected)))
+    report = _summarise(results, not args.allow_unproven)
     ok = report["exit_code"] == EXIT_OK
     if args.json:
         doc = {"core_version": __version__, "selector": args.name, "cases": [c.name for c in cases],
-               "results": [r.as_dict() for r in results], "ok": ok, "strict": args.strict, "note": note, **report}
+               "results": [r.as_dict() for r in results], "ok": ok, "strict": not args.allow_unproven, "note": note,
+               **report}
         json.dump(doc, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return int(report["exit_code"])
     if note:
         print(note)
-    width = max((len(f"{r.case}-{r.check}") for r in results), default=10)
-    for r in results:
-        status = "NOT PROVEN" if r.status == "skipped" else r.status.upper()
-        print(f"{(r.case + '-' + r.check).ljust(width)}  {status:10s} {r.message}")
-        if r.status in ("failed", "error"):
-            if r.replay:
-                print(f"{' ' * width}  replay: {r.replay}")
-            else:
-                print(f"{' ' * width}  reproducer: {json.dumps(r.as_dict()['reproducer'], sort_keys=True)}")
     for x in report["expected_failures"]:
-        print(f"expected failure {x['case']}-{x['check']} ({x['status']}): {x['reason']}")
+        print(f"waiver (expected failure) {x['case']}-{x['check']} ({x['status']}): {x['reason']}")
+    for x in report["not_proven"]:
+        print(f"NOT proven {x['case']}-{x['check']}: {x['reason']}")
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report["summary"].items())) or "no checks ran"
     verdict = {EXIT_OK: "all proven", EXIT_FAILED: "FAILED",
-               EXIT_NOT_PROVEN: f"{len(report['not_proven'])} NOT proven (skipped; --strict makes this a failure)"}
+               EXIT_NOT_PROVEN: f"{len(report['not_proven'])} NOT proven (skipped; allowed by --allow-unproven)"}
     print(f"{counts}; {report['proven']} proven; {verdict[report['exit_code']]}")
     return int(report["exit_code"])

@@ -90,7 +90,9 @@ def _run_all(entries: list[Any], args: argparse.Namespace) -> list[dict[str, Any
             for row in rows:
                 row["baseline"] = is_baseline(row, entry.plugin, entry.architectures)
             item["rows"] = rows
-        except Exception as exc:  # one broken demo must not lose the others' results
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: one demo must not lose the others
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             item["error"] = f"{type(exc).__name__}: {exc}"
             item["traceback"] = traceback.format_exc(limit=6)
             caught = []
@@ -173,6 +175,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
     """``report.md``, ``results.json``, ``metric.png``, ``time.png`` in ``folder``; returns report.md."""
     import datetime as dt
 
+    from tabzoo.cli._files import write_text
     from tabzoo.cli._report import bar_grid, machine, md_table
 
     info = machine()
@@ -180,7 +183,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
             bar_grid(folder / "time.png", _panels(results, "fit_predict_s"), "tabzoo demo: fit + predict time")]
     data = {"command": argv, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "wall_time_s": round(seconds, 2), "machine": info, "plugins": results}
-    (folder / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    write_text(folder / "results.json", json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     lines = [
         "# tabzoo demo", "",
         f"`{' '.join(argv)}` on {data['date']}, {seconds:.1f} s wall in all. Machine: {info['processor']}, "
@@ -215,8 +218,7 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
     else:
         lines += ["No plots: matplotlib is not installed (pip install 'tabzoo-core[plot]').", ""]
     report = folder / "report.md"
-    report.write_text("\n".join(lines))
-    return report
+    return write_text(report, "\n".join(lines))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,8 +250,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(results)
         done = f"tabzoo demo: {len(results)} plugin demos in {seconds:.1f} s"
-        print(f"{done}; report written to {report.parent}/ (report.md, results.json, PNGs)" if report else done)
+        print(f"{done}; report written to {_written(report.parent)}" if report else done)
     return 1 if any(item["error"] for item in results) else 0
+
+
+def _written(folder: Path) -> str:
+    """The files of the report in ``folder``, by name: only those that were written."""
+    names = [n for n in ("report.md", "results.json", "metric.png", "time.png") if (folder / n).is_file()]
+    return f"{folder}/ ({', '.join(names)})"
 
 
 def new_folder(out: str | None) -> Path:

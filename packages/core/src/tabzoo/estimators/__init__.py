@@ -27,10 +27,12 @@ from tabzoo.estimators.classifier import InContextClassifier, InContextRegressor
 from tabzoo.estimators.encoding import OneHotExpander, class_balance
 from tabzoo.estimators.local import LocalContexts, fit_local_contexts
 from tabzoo.estimators.members import (
+    EnsembleMember,
     FeatureTransform,
     MemberView,
     balanced_subsets,
     fit_member_views,
+    make_members,
 )
 from tabzoo.estimators.options import (
     PrecisionFallbackWarning,
@@ -38,12 +40,7 @@ from tabzoo.estimators.options import (
     resolve_categorical_features,
     resolve_inference_dtype,
 )
-from tabzoo.estimators.preprocessing import (
-    EnsembleMember,
-    TabularPreprocessor,
-    make_members,
-    soft_clip,
-)
+from tabzoo.estimators.preprocessing import TabularPreprocessor, soft_clip
 
 __all__ = [
     "EnsembleMember",

@@ -35,22 +35,19 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.encoding import OneHotExpander, check_encoding, plan_onehot
 from tabzoo.estimators.ensemble import EnsemblePath, NonFiniteOutputError
 from tabzoo.estimators.members import (
+    EnsembleMember,
     MemberView,
     category_tables,
     check_transforms,
     fit_member_views,
+    make_members,
 )
 from tabzoo.estimators.options import (
     as_table_input,
     resolve_categorical_features,
     resolve_inference_dtype,
 )
-from tabzoo.estimators.preprocessing import (
-    CATEGORICAL,
-    EnsembleMember,
-    TabularPreprocessor,
-    make_members,
-)
+from tabzoo.estimators.preprocessing import CATEGORICAL, TabularPreprocessor
 from tabzoo.estimators.sk import (
     BaseEstimator,
     check_input_array,

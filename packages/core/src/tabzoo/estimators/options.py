@@ -137,7 +137,7 @@ def resolve_inference_dtype(precision: Any, device: torch.device | str) -> torch
 
     * ``"fp32"``: float32 everywhere.
     * ``"auto"``: bf16 on CUDA devices that support it, and on CPUs with native bf16 matrix units
-      (AVX512-BF16 / AMX: :func:`tabzoo.train.cpu_has_fast_bf16`); fp32 elsewhere (on other CPUs
+      (AVX512-BF16 / AMX: :func:`tabzoo.kernels.hardware.cpu_has_fast_bf16`); fp32 elsewhere (on other CPUs
       bf16 matmuls are an order of magnitude slower than fp32).
     * ``"bf16"`` / ``"fp16"``: that dtype. On a CUDA device without bf16 support, ``"bf16"`` warns
       (:class:`PrecisionFallbackWarning`) and runs fp16; on a CPU without native support it runs as asked
@@ -149,7 +149,7 @@ def resolve_inference_dtype(precision: Any, device: torch.device | str) -> torch
             "where it is fast)."
         )
     dev = torch.device(device)
-    from tabzoo.train.loop import cpu_has_fast_bf16
+    from tabzoo.kernels.hardware import cpu_has_fast_bf16
 
     if precision == "fp32":
         return torch.float32

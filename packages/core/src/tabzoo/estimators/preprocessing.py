@@ -49,9 +49,7 @@ __all__ = [
     "BOOLEAN",
     "CATEGORICAL",
     "NUMERIC",
-    "EnsembleMember",
     "TabularPreprocessor",
-    "make_members",
     "soft_clip",
 ]
 
@@ -387,68 +385,3 @@ def _json_value(v: Any) -> Any:
 def _from_json_value(d: Any) -> Any:
     t, v = d["t"], d["v"]
     return float(v) if t == "float" else v
-
-
-# -- ensembling members ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class EnsembleMember:
-    """One ensemble member: which features in which order, the class rotation, its transform.
-
-    :ivar features: indices into the preprocessed features, ``[n_used]`` (a permutation, or a
-        subset when the model takes fewer features than the data has).
-    :ivar class_shift: class ``c`` is shown to the model as ``(c + class_shift) % n_classes``.
-    :ivar transform: feature transform of the member (:data:`tabzoo.estimators.members.TRANSFORMS`).
-    :ivar seed: the member's own seed (category shuffles, bin shifts, ...).
-    """
-
-    features: tuple[int, ...]
-    class_shift: int = 0
-    transform: str = "none"
-    seed: int = 0
-
-
-def member_seed(seed: int, i: int) -> int:
-    """Seed of member ``i`` of an ensemble seeded ``seed`` (independent of the other draws)."""
-    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 7919, int(i)]).generate_state(1)[0])
-
-
-def make_members(
-    n_estimators: int, n_features: int, n_classes: int, seed: int, max_features: int | None = None,
-    *, transforms: Sequence[str] = ("none",), subsample: str = "random",
-) -> list[EnsembleMember]:
-    """Deterministic members for ``seed``: member 0 keeps the original order and no shift (when
-    all features fit); the others use random feature permutations and rotate the classes by
-    ``i % n_classes`` so every class takes every position of the head across members.
-
-    :param transforms: member ``i`` gets ``transforms[i % len(transforms)]``.
-    :param subsample: when there are more features than ``max_features``: ``"random"`` (each member
-        an independent random subset) or ``"balanced"``
-        (:func:`tabzoo.estimators.members.balanced_subsets`: every feature used about equally often
-        across members; each subset in a random order except member 0's).
-    """
-    if n_estimators < 1:
-        raise TabzooInputError(f"n_estimators must be >= 1, got {n_estimators}.")
-    if subsample not in ("random", "balanced"):
-        raise TabzooInputError(f"subsample must be 'random' or 'balanced', got {subsample!r}.")
-    transforms = tuple(transforms) or ("none",)
-    rng = np.random.default_rng(seed)
-    used = n_features if max_features is None else min(n_features, int(max_features))
-    subsets = None
-    if used < n_features and subsample == "balanced":
-        from tabzoo.estimators.members import balanced_subsets
-
-        subsets = balanced_subsets(n_estimators, n_features, used, member_seed(seed, 2**31 - 1))
-    members = []
-    for i in range(n_estimators):
-        if i == 0 and used == n_features:
-            feats = np.arange(n_features)
-        elif subsets is not None:
-            feats = subsets[i] if i == 0 else rng.permutation(subsets[i])
-        else:
-            feats = rng.permutation(n_features)[:used]
-            if used < n_features and i == 0:
-                feats = np.sort(feats)
-        shift = i % n_classes if n_classes > 1 else 0
-        members.append(EnsembleMember(tuple(int(f) for f in feats), int(shift), str(transforms[i % len(transforms)]),
-                                      member_seed(seed, i)))
-    return members

@@ -35,7 +35,7 @@ from tabzoo.masks import outputs as _out
 if TYPE_CHECKING:
     from torch.nn.attention.flex_attention import BlockMask
 
-__all__ = ["Mask", "Or", "And", "Not", "as_index"]
+__all__ = ["Mask", "Or", "And", "Not", "Full", "Empty", "as_index"]
 
 
 def as_index(x: torch.Tensor | int) -> torch.Tensor:
@@ -199,8 +199,6 @@ class Mask:
         return _combine(And, self, other)
 
     def __invert__(self) -> Mask:
-        from tabzoo.masks.primitives import Empty, Full
-
         if isinstance(self, Not):
             return self.term
         if isinstance(self, Full):
@@ -221,8 +219,6 @@ def _common_length(terms: tuple[Mask, ...]) -> int | None:
 
 
 def _combine(kind: type[_NAry], a: Mask, b: Mask) -> Mask:
-    from tabzoo.masks.primitives import Empty, Full
-
     for operand in (a, b):
         if not isinstance(operand, Mask):
             raise TabzooInputError(
@@ -316,3 +312,26 @@ class Not(Mask):
     def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor | None:
         counts = self.term._row_counts(n_q, n_k)
         return None if counts is None else n_k - counts
+
+
+# the identity and absorbing elements of | and & (their constructors: tabzoo.masks.full() / none())
+@dataclass(frozen=True)
+class Full(Mask):
+    """Every query reads every key."""
+
+    def _eval(self, q: torch.Tensor, k: torch.Tensor, n_k: int | None) -> torch.Tensor:
+        return torch.ones_like(q + k, dtype=torch.bool)
+
+    def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
+        return torch.full((n_q,), n_k, dtype=torch.int64)
+
+
+@dataclass(frozen=True)
+class Empty(Mask):
+    """No query reads any key (returned by :func:`none`)."""
+
+    def _eval(self, q: torch.Tensor, k: torch.Tensor, n_k: int | None) -> torch.Tensor:
+        return torch.zeros_like(q + k, dtype=torch.bool)
+
+    def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
+        return torch.zeros((n_q,), dtype=torch.int64)

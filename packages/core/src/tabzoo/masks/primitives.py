@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from tabzoo.errors import TabzooInputError
-from tabzoo.masks.base import Mask
+from tabzoo.masks.base import Empty, Full, Mask
 
 __all__ = [
     "Full",
@@ -51,28 +51,6 @@ def check_int(name: str, value: object, minimum: int, fix: str) -> int:
 
 def _rows(n_q: int) -> torch.Tensor:
     return torch.arange(n_q, dtype=torch.int64)
-
-
-@dataclass(frozen=True)
-class Full(Mask):
-    """Every query reads every key."""
-
-    def _eval(self, q: torch.Tensor, k: torch.Tensor, n_k: int | None) -> torch.Tensor:
-        return torch.ones_like(q + k, dtype=torch.bool)
-
-    def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
-        return torch.full((n_q,), n_k, dtype=torch.int64)
-
-
-@dataclass(frozen=True)
-class Empty(Mask):
-    """No query reads any key (returned by :func:`none`)."""
-
-    def _eval(self, q: torch.Tensor, k: torch.Tensor, n_k: int | None) -> torch.Tensor:
-        return torch.zeros_like(q + k, dtype=torch.bool)
-
-    def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
-        return torch.zeros((n_q,), dtype=torch.int64)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import traceback
 import warnings
@@ -77,6 +78,13 @@ class _StrictAbort(PluginLoadError):
 
 def _exc_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _is_conformance_case(obj: Any) -> bool:
+    """``isinstance(obj, tabzoo.testing.ConformanceCase)`` without importing the kit, a floor above this
+    one: an object can only be a case once ``tabzoo.testing.case`` is imported."""
+    case_module = sys.modules.get("tabzoo.testing.case")
+    return case_module is not None and isinstance(obj, case_module.ConformanceCase)
 
 
 def _what(kind: str) -> str:
@@ -224,9 +232,7 @@ class PluginRegistry:
         """Call a case factory under its own guard; ``None`` (and a recorded failure) if it fails."""
         try:
             case = factory.factory()
-            from tabzoo.testing.case import ConformanceCase
-
-            if not isinstance(case, ConformanceCase):
+            if not _is_conformance_case(case):
                 raise TypeError(f"the factory returned a {type(case).__name__}, not a ConformanceCase")
             if case.name != factory.name:
                 raise TabzooInputError(
@@ -346,9 +352,7 @@ def _validate(kind: str, obj: Any) -> Any:
     if isinstance(obj, CaseFactory):
         CaseFactory.validate(obj)
     if kind == "conformance_cases" and not isinstance(obj, CaseFactory):
-        from tabzoo.testing.case import ConformanceCase
-
-        if not isinstance(obj, ConformanceCase):
+        if not _is_conformance_case(obj):
             raise PluginLoadError(
                 f"register() for conformance cases expects a tabzoo.testing.ConformanceCase or a "
                 f"tabzoo.plugins.CaseFactory, got {type(obj).__name__}."

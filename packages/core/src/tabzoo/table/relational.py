@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -37,7 +36,7 @@ from tabzoo.table.errors import (
     UnknownTableError,
 )
 from tabzoo.table.table import Table
-from tabzoo.table.types import ColumnType
+from tabzoo.table.types import ColumnType, ForeignKey
 
 __all__ = ["ForeignKey", "RelationalDatabase"]
 
@@ -50,19 +49,6 @@ _KEY_FAMILY = {
     ColumnType.BOOLEAN: "boolean",
     ColumnType.DATETIME: "datetime",
 }
-
-
-@dataclass(frozen=True)
-class ForeignKey:
-    """``table.column`` references ``ref_table.ref_column`` (default: ``ref_table``'s primary key)."""
-
-    table: str
-    column: str
-    ref_table: str
-    ref_column: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.table}.{self.column} -> {self.ref_table}.{self.ref_column or '<pk>'}"
 
 
 def _present(table: Table, column: str) -> tuple[np.ndarray, np.ndarray]:

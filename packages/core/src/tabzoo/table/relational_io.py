@@ -24,7 +24,7 @@ from tabzoo.table.columns import make_column
 from tabzoo.table.errors import DTypeError
 from tabzoo.table.interop import columns_from_arrow, optional_import
 from tabzoo.table.table import Table
-from tabzoo.table.types import ColumnType
+from tabzoo.table.types import ColumnType, ForeignKey
 
 if TYPE_CHECKING:
     from tabzoo.table.relational import RelationalDatabase
@@ -109,8 +109,6 @@ def read_sqlite(
         tables: dict[str, Table] = {}
         pks: dict[str, str] = {}
         fks = []
-        from tabzoo.table.relational import ForeignKey
-
         for t in names:
             info = con.execute(f"PRAGMA table_info({_q(t)})").fetchall()
             cols = [r[1] for r in info]
@@ -163,7 +161,6 @@ def read_duckdb(
         else path_or_connection
     )
     time_columns, types = dict(time_columns or {}), types or {}
-    from tabzoo.table.relational import ForeignKey
 
     try:
         names = [

@@ -34,9 +34,10 @@ Missing values are ``None``, float ``NaN``, ``NaT``, ``pd.NA`` and arrow nulls. 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["ColumnType"]
+__all__ = ["ColumnType", "ForeignKey"]
 
 
 class ColumnType(StrEnum):
@@ -65,3 +66,17 @@ class ColumnType(StrEnum):
             raise DTypeError(
                 f"{value!r} is not a column type; use one of {options} (or ColumnType.<NAME>)"
             ) from None
+
+
+# a relational schema's link (tabzoo.table.relational), here so that its readers need not import the database
+@dataclass(frozen=True)
+class ForeignKey:
+    """``table.column`` references ``ref_table.ref_column`` (default: ``ref_table``'s primary key)."""
+
+    table: str
+    column: str
+    ref_table: str
+    ref_column: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.table}.{self.column} -> {self.ref_table}.{self.ref_column or '<pk>'}"

@@ -70,12 +70,17 @@ BATCH_INDEPENDENCE = "batch_independence"
 FINITE_OUTPUTS = "finite_outputs"
 """Every output is finite on valid input (a class absent from the context included); declared
 probabilities lie in [0, 1] and sum to 1 over the class axis."""
+MISSING_VALUES = "missing_values"
+"""The forward accepts NaN features (missing values). Claiming it makes the kit put NaN into the
+generated features of every row check (context and query rows), so a leak through imputation
+over all rows (query rows included) fails query independence / no context<-query leak, and
+NaN outputs fail finite_outputs. A marker: it has no check of its own."""
 FEATURE_ORDER_INVARIANCE = "feature_order_invariance"
 """Permuting the feature columns (the same permutation for every row) leaves every output unchanged
 (the issue's "feature-permutation equivariance": the outputs have no feature axis, so they are
 invariant). Only for models that claim it (set-based feature encoders)."""
 
-MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL})
+MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL, MISSING_VALUES})
 PROPERTIES: tuple[str, ...] = (
     CONTEXT_ORDER_INVARIANCE,
     QUERY_EQUIVARIANCE,

@@ -109,6 +109,11 @@ class ConformanceCase:
     :param outputs: what the forward returns: ``"logits"``, ``"probabilities"`` (the kit checks
         they lie in [0, 1] and sum to 1 over the last axis), ``"values"`` (regression), or
         ``"auto"`` (logits when ``n_classes`` > 0, else values). Always checked to be finite.
+    :param factory: ``"module:function"``: how a FRESH process rebuilds this case (the
+        determinism check runs the case again in a child process): ``function(**factory_args)``
+        returns the case or a list of cases (the one of this name is used). Not needed for a case
+        registered through the ``tabzoo_conformance_cases`` hook.
+    :param factory_args: JSON-able keyword arguments of ``factory``.
     :param description: one line for reports.
     :param architecture: the registered :class:`~tabzoo.plugins.ArchitectureSpec` this case
         tests (default: the one named like the case, if any); its capabilities must equal the
@@ -141,6 +146,8 @@ class ConformanceCase:
     device: str = "cpu"
     expected_failures: Mapping[str, str] = field(default_factory=dict)
     outputs: str = "auto"
+    factory: str | None = None
+    factory_args: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     architecture: str | None = None
 

@@ -1,22 +1,35 @@
-"""Pretraining of in-context models on synthetic priors: resumable, mixed precision, DDP-ready.
+"""The core's two training loops.
+
+* :func:`pretrain` (:mod:`tabzoo.train.loop`, ``tabzoo pretrain``): pretraining on a prior's
+  batches, resumable, mixed precision, DDP-ready; in-context models with the episode loss, other
+  models (e.g. Ramba) with their own ``pretrain_loss(batch)``.
+* :func:`fit` (:mod:`tabzoo.train.fit`): one model fitted on one user table (NPT, MultiTab-Net,
+  Ramba fine-tuning); the model supplies a :class:`FitTask` (its batches and loss).
 
 Public names: :func:`pretrain`, :class:`TrainConfig`, :class:`TrainResult`,
 :func:`episode_loss`, :func:`model_inputs`, :func:`batch_seed`, :class:`WarmupCosine`,
-:func:`load_history`, :func:`load_latest`.
+:func:`load_history`, :func:`load_latest`; :func:`fit`, :class:`FitConfig`, :class:`FitTask`,
+:class:`FitResult`, :class:`Evaluation`.
 """
 
 from __future__ import annotations
 
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.fit import Evaluation, FitConfig, FitResult, FitTask, fit
 from tabzoo.train.loop import TrainResult, episode_loss, model_inputs, pretrain
 from tabzoo.train.state import load_history, load_latest
 
 __all__ = [
+    "Evaluation",
+    "FitConfig",
+    "FitResult",
+    "FitTask",
     "TrainConfig",
     "TrainResult",
     "WarmupCosine",
     "batch_seed",
     "episode_loss",
+    "fit",
     "load_history",
     "load_latest",
     "model_inputs",

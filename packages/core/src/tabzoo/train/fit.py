@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -176,8 +176,8 @@ class FitResult:
 @dataclass
 class FitState:
     """Everything the ``checkpoint`` hook gets, and ``resume`` takes back: the run continues at
-    the start of epoch ``epoch``. Tensors only in the ``*_state`` dicts (save them with
-    :func:`tabzoo.checkpoint.save_state`)."""
+    the start of epoch ``epoch``. On disk: ``save_state(path, state.to_dict())`` and
+    ``FitState.from_dict(load_state(path))`` (:mod:`tabzoo.checkpoint`: safetensors + JSON, atomic)."""
 
     epoch: int
     step: int
@@ -189,6 +189,20 @@ class FitState:
     best_state: dict[str, Any] | None
     result: FitResult
     since_best: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A tree of tensors, dicts, lists and JSON scalars (what ``save_state`` writes)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["result"] = asdict(self.result)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FitState:
+        """Inverse of :meth:`to_dict`."""
+        r = dict(data["result"])
+        r["evaluations"] = [Evaluation(**e) for e in r["evaluations"]]
+        r["best"] = None if r["best"] is None else Evaluation(**r["best"])
+        return cls(**{**data, "result": FitResult(**r)})
 
 
 def _bar(cfg: FitConfig) -> Any:

@@ -30,12 +30,14 @@ import torch
 from torch.nn import functional as F
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.kernels.hardware import cpu_has_fast_bf16
 from tabzoo.train import dist as tzdist
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
 from tabzoo.train.lock import LOCK
 from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
     capture_rng,
+    check_resume,
     load_latest,
     machine_info,
     plot_learning_curve,
@@ -161,13 +163,6 @@ def _amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
         logger.info("amp='auto': this CPU has no AVX512-BF16/AMX, so bf16 would be emulated; training in fp32.")
         return None, False
     return torch.bfloat16, False
-
-
-def cpu_has_fast_bf16() -> bool:
-    """True when the CPU has native bf16 matrix instructions (AVX512-BF16 or AMX)."""
-    cpu = getattr(torch, "cpu", None)
-    checks = [getattr(cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(bool(f()) for f in checks if callable(f))
 
 
 def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
@@ -321,6 +316,7 @@ class _Run:
                 f"{self.out} holds a run of architecture {state['architecture']!r}, not {self.arch!r}; "
                 "use another --out folder or the same --model."
             )
+        check_resume(state, prior=self.prior_name, config=self.cfg.to_dict())
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from tabzoo.checkpoint import load_state, save_state
-from tabzoo.checkpoint.io import atomic_write
-from tabzoo.errors import CheckpointError
+from tabzoo.checkpoint.io import atomic_write, flatten_state, sha256
+from tabzoo.errors import CheckpointError, TabzooInputError
 from tabzoo.train.lock import LOCK
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "LATEST",
     "capture_rng",
+    "check_resume",
     "describe_run",
     "load_history",
     "load_latest",
@@ -45,6 +46,10 @@ __all__ = [
 ]
 
 LATEST = "latest.json"
+INTEGRITY = "integrity_sha256"
+# TrainConfig fields a resumed run must share with the saved one: they define the model and the
+# batches. The schedule, freeze list, weight decay, devices and workers may change on resume.
+RESUME_FIXED = ("batch_size", "seed", "model_config", "prior_config")
 
 
 def capture_rng() -> dict[str, Any]:
@@ -89,6 +94,7 @@ def machine_info(device: torch.device, world_size: int) -> dict[str, Any]:
 def write_state(out: Path, step: int, state: dict[str, Any], keep: int = 1) -> Path:
     """Write the state of ``step``, point ``latest.json`` at it, then drop older states."""
     name = f"state-{step:08d}"
+    state = {**state, INTEGRITY: state_digest(state)}
     save_state(out / name, state, extra={"step": step})
     pointer = {"state": name, "step": step, "episodes_seen": state.get("episodes_seen")}
     atomic_write(out / LATEST, json.dumps(pointer, indent=2).encode("utf-8"))
@@ -110,7 +116,78 @@ def load_latest(out: str | Path) -> dict[str, Any] | None:
     pointer = out / LATEST
     if not pointer.exists():
         return None
-    return load_state(out / _pointed_state(pointer))
+    name = _pointed_state(pointer)
+    state = load_state(out / name)
+    _verify(state, out / f"{name}.json", pointer)
+    return state
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """SHA-256 of everything in ``state`` but its tensors (step, config, prior, scheduler, ...).
+
+    The tensors are covered by the SHA-256 of the ``.safetensors`` file; this digest covers the JSON
+    tree that ``save_state`` writes beside it, so a hand-edited step or config is detected.
+    """
+    tree, tensors = flatten_state({k: v for k, v in state.items() if k != INTEGRITY})
+
+    def shapes(x: Any) -> Any:  # tensor names follow dict order, which a reload may change
+        if isinstance(x, list):
+            return [shapes(v) for v in x]
+        if isinstance(x, dict):
+            tag = x.get("__tensor__", x.get("__ndarray__"))
+            if isinstance(tag, str) and tag in tensors:
+                return f"{list(tensors[tag].shape)} {tensors[tag].dtype}"
+            return {k: shapes(v) for k, v in x.items()}
+        return x
+
+    return sha256(json.dumps(shapes(tree), sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def _verify(state: Any, path: Path, pointer: Path) -> None:
+    """Refuse a state whose JSON was edited: digest, step against losses and ``latest.json``."""
+    fix = ("it was edited or corrupted after it was written, and resuming from it would not continue the run "
+           "that was saved. Restore the folder from a backup, or start a new run in another --out folder.")
+    if not isinstance(state, dict) or not isinstance(state.get("step"), int):
+        raise CheckpointError(f"{path} holds no training state with an integer step; {fix}")
+    saved = state.get(INTEGRITY)
+    if saved is not None and saved != state_digest(state):
+        raise CheckpointError(f"{path} does not match its recorded digest ({INTEGRITY}); {fix}")
+    n_losses = len(np.asarray(state.get("losses", ())))
+    if n_losses != state["step"]:
+        raise CheckpointError(f"{path} says step {state['step']} but records {n_losses} losses; {fix}")
+    try:
+        said = json.loads(pointer.read_text(encoding="utf-8")).get("step")
+    except (OSError, ValueError, AttributeError):
+        said = None
+    if said is not None and said != state["step"]:
+        raise CheckpointError(f"{pointer} says step {said} but {path.name} holds step {state['step']}; {fix}")
+
+
+def check_resume(state: dict[str, Any], *, prior: str, config: dict[str, Any]) -> None:
+    """Refuse to resume ``state`` with another prior or another model/batch config, naming each difference.
+
+    :param prior: the prior name of the run being started.
+    :param config: its ``TrainConfig.to_dict()``.
+    :raises TabzooInputError: listing what differs (saved -> now) and the fix.
+    """
+    saved_cfg = state.get("config") or {}
+    diffs = []
+    if state.get("prior") != prior:
+        diffs.append(f"prior {state.get('prior')!r} -> {prior!r}")
+    for key in RESUME_FIXED:
+        old, new = _plain(saved_cfg.get(key)), _plain(config.get(key))
+        if old != new:
+            diffs.append(f"{key} {json.dumps(old, sort_keys=True)} -> {json.dumps(new, sort_keys=True)}")
+    if diffs:
+        raise TabzooInputError(
+            f"resume: this run differs from the one saved at step {state.get('step')}: {'; '.join(diffs)}. "
+            "Resume with the saved settings, or start a new run in another --out folder (the steps, learning "
+            "rate and schedule may change on resume; these may not).")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON would give it back (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def _pointed_state(pointer: Path) -> str:

@@ -12,12 +12,9 @@ from collections.abc import Callable
 
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult
+from tabzoo.testing.checks.determinism import check_determinism
 from tabzoo.testing.checks.kernels import INPUT_GENERATORS, check_kernel_equivalence
-from tabzoo.testing.checks.misc import (
-    check_bad_input,
-    check_checkpoint_roundtrip,
-    check_determinism,
-)
+from tabzoo.testing.checks.misc import check_bad_input, check_checkpoint_roundtrip
 from tabzoo.testing.checks.relational import (
     check_input_order_invariance,
     check_time_causality,

@@ -87,6 +87,26 @@ def _as_tensor(x: Any) -> torch.Tensor:
 SMALL_QUERY = (2, 8)
 LARGE: dict[str, int] = {"batch": 4, "n_context": 512, "n_query": 64}
 LARGE_MIN: dict[str, int] = {"batch": 1, "n_context": 64, "n_query": 16}
+PROFILE_ENV = "TABZOO_CONFORMANCE_PROFILE"
+PROFILES: dict[str, dict[str, int]] = {
+    "default": {**LARGE, "examples": 1},
+    "thorough": {"batch": 2, "n_context": 4096, "n_query": 256, "examples": 5},
+}
+"""Search budgets: the large phase's largest sizes and a multiplier of every phase's examples.
+``thorough`` (``tabzoo conformance --thorough``, the nox ``thorough`` session) searches contexts up
+to 4,096 rows, where fused or sampled paths switch on."""
+
+
+def profile() -> dict[str, int]:
+    """The active search budget (``$TABZOO_CONFORMANCE_PROFILE``, default ``"default"``)."""
+    import os
+
+    from tabzoo.errors import TabzooInputError
+
+    name = os.environ.get(PROFILE_ENV, "default")
+    if name not in PROFILES:
+        raise TabzooInputError(f"{PROFILE_ENV}={name!r}; use one of {sorted(PROFILES)}.")
+    return PROFILES[name]
 
 
 def spec_strategy(case: ConformanceCase, phase: str) -> Any:
@@ -95,27 +115,42 @@ def spec_strategy(case: ConformanceCase, phase: str) -> Any:
 
     lo_ctx = max(2, case.n_classes)
     if phase == "large":
-        batch = st.integers(LARGE_MIN["batch"], LARGE["batch"])
-        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), LARGE["n_context"])
-        n_query = st.integers(LARGE_MIN["n_query"], LARGE["n_query"])
+        top = profile()
+        batch = st.integers(LARGE_MIN["batch"], top["batch"])
+        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), top["n_context"])
+        n_query = st.integers(LARGE_MIN["n_query"], top["n_query"])
     else:
         batch = st.integers(1, 2)
         n_query = st.integers(*SMALL_QUERY)
         n_context = st.integers(lo_ctx, max(lo_ctx, case.max_rows - SMALL_QUERY[0]))
 
-    def build(t: tuple[int, int, int, int, bool, bool]) -> dict[str, Any]:
-        b, nc, nq, seed, ties, dups = t
-        return {"sizes": {"batch": b, "n_context": nc, "n_query": nq, "n_features": case.n_features},
+    def build(t: tuple[int, int, int, int, bool, bool, bool]) -> dict[str, Any]:
+        b, nc, nq, seed, ties, dups, missing = t
+        spec = {"sizes": {"batch": b, "n_context": nc, "n_query": nq, "n_features": case.n_features},
                 "data_seed": seed, "ties": ties, "duplicates": dups}
+        return {**spec, "missing": True} if missing else spec
 
-    return st.tuples(batch, n_context, n_query, st.integers(0, 2**31 - 1), st.booleans(), st.booleans()).map(build)
+    missing = st.booleans() if claims_missing(case) else st.just(False)
+    return st.tuples(batch, n_context, n_query, st.integers(0, 2**31 - 1), st.booleans(), st.booleans(),
+                     missing).map(build)
+
+
+MISSING_RATE = 0.2
+"""Share of feature values set to NaN in an example with ``missing`` (context and query rows)."""
+
+
+def claims_missing(case: ConformanceCase) -> bool:
+    """The case declares that its forward accepts NaN features."""
+    from tabzoo.testing import capabilities as cap
+
+    return cap.MISSING_VALUES in case.capabilities
 
 
 def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``x [B, N, F]`` and ``y [B, N]`` (labels of every row) for an example spec.
 
     ``spec`` holds ``sizes`` (or is itself the sizes dict, with ``seed`` given), ``data_seed``,
-    ``ties``, ``duplicates`` and optionally ``absent_class`` (that class occurs in no row; needs 3+
+    ``ties``, ``duplicates``, ``missing`` (NaN features) and optionally ``absent_class`` (that class occurs in no row; needs 3+
     classes so that the context keeps two). Classification labels are class indices as floats; every class
     occurs among the context rows when there are enough of them. Regression labels
     (``n_classes == 0``) are standard normal.
@@ -151,6 +186,9 @@ def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = No
         qsrc = torch.randint(0, nc, (nq,), generator=g)
         rows = torch.arange(nc, nc + nq)[pick]
         x[:, rows] = x[:, qsrc[pick]]  # query rows equal to context rows
+    if spec.get("missing"):  # NaN features in context AND query rows, from their own generator
+        gm = torch.Generator().manual_seed(int(spec.get("data_seed", 0)) + 1)
+        x[torch.rand(x.shape, generator=gm) < MISSING_RATE] = float("nan")
     return x.to(case.device, torch_dtype(case)), y.to(case.device)
 
 
@@ -221,8 +259,10 @@ def rows_control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, fl
 
 def largest_spec(case: ConformanceCase, seed: int) -> dict[str, Any]:
     """The large phase's biggest example: every size at its maximum, with ties and duplicates."""
-    return {"sizes": {"batch": LARGE["batch"], "n_context": LARGE["n_context"], "n_query": LARGE["n_query"],
-                      "n_features": case.n_features}, "data_seed": seed, "ties": True, "duplicates": True}
+    top = profile()
+    return {"sizes": {"batch": top["batch"], "n_context": top["n_context"], "n_query": top["n_query"],
+                      "n_features": case.n_features}, "data_seed": seed, "ties": True, "duplicates": True,
+            **({"missing": True} if claims_missing(case) else {})}
 
 
 def shrink_spec(spec: dict[str, Any], out: Outcome, example: Callable[[dict[str, Any]], Outcome],
@@ -232,7 +272,7 @@ def shrink_spec(spec: dict[str, Any], out: Outcome, example: Callable[[dict[str,
     progress = True
     while progress and budget > 0:
         progress = False
-        for key in ("batch", "n_query", "n_context", "ties", "duplicates"):
+        for key in ("batch", "n_query", "n_context", "ties", "duplicates", "missing"):
             trial = {**spec, "sizes": dict(spec["sizes"])}
             if key in lows:
                 cur = trial["sizes"][key]
@@ -360,7 +400,7 @@ def _phase_test(case: ConformanceCase, example: Callable[[dict[str, Any]], Outco
             raise _Falsified
         passed.append((spec, out))
 
-    n = max_examples if phase == "small" else max(2, max_examples // 5)
+    n = (max_examples if phase == "small" else max(2, max_examples // 5)) * profile()["examples"]
     test = hseed(seed)(_settings(n, seed)(given(strategy(case, phase))(body)))
 
     class _View(list):  # failures first; the passing outcomes are folded into "worst" by the caller
@@ -390,7 +430,7 @@ def _failure(case: ConformanceCase, check: str, spec: dict[str, Any], out: Outco
     line = replay_line(check, spec, out.reproducer)
     repro = {"seed": spec.get("model_seed"), "model_seed": spec.get("model_seed"),
              "data_seed": spec.get("data_seed"), "sizes": spec.get("sizes"), "ties": spec.get("ties"),
-             "duplicates": spec.get("duplicates"), "phase": phase, **out.reproducer, "replay": line}
+             "duplicates": spec.get("duplicates"), "missing": spec.get("missing"), "phase": phase, **out.reproducer, "replay": line}
     repro = {k: v for k, v in repro.items() if v is not None}
     details: dict[str, Any] = {"tolerance": tol}
     if out.crashed:

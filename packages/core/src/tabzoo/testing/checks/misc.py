@@ -1,4 +1,4 @@
-"""Determinism (and state), checkpoint round trip and bad-input validation (apply to every model)."""
+"""Checkpoint round trip and bad-input validation (apply to every model)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult, ConformanceCase
-from tabzoo.testing.checks._common import discrepancy, make_rows, query_mask, skipped
+from tabzoo.testing.checks._common import (
+    claims_missing,
+    discrepancy,
+    make_rows,
+    query_mask,
+    skipped,
+)
 
 MIN_MESSAGE = 20  # characters: "what was wrong and the fix" does not fit in fewer
 
@@ -28,7 +34,7 @@ def _probe_args(case: ConformanceCase, seed: int, *, labels_from: int | None = N
 
         return database_for(case, seed)
     sizes = {"batch": 2, "n_context": max(6, case.n_classes * 2), "n_query": 4, "n_features": case.n_features}
-    x, y = make_rows(case, sizes, seed)
+    x, y = make_rows(case, {"sizes": sizes, "data_seed": seed, "missing": claims_missing(case)})
     nc = sizes["n_context"]
     if labels_from is not None:
         _, y2 = make_rows(case, sizes, labels_from)
@@ -42,16 +48,17 @@ def _probe_args(case: ConformanceCase, seed: int, *, labels_from: int | None = N
 def _probe(case: ConformanceCase, seed: int, *, labels_from: int | None = None) -> Callable[[Any], Any]:
     """``model -> outputs`` on a fixed input (every output the case exposes)."""
     args = _probe_args(case, seed, labels_from=labels_from)
+    return lambda model: _run_probe(case, model, args)
 
-    def run(model: Any) -> Any:
-        out = _no_grad(case.call, model, *args)
-        if case.context_repr is not None and case.protocol != "relational":
-            x, y = args[0], args[1]
-            nc = args[2] if case.protocol == "in-context" else int((~args[2][0]).sum())
-            return (out, _no_grad(case.context_repr, model, x, y, nc))
-        return out
 
-    return run
+def _run_probe(case: ConformanceCase, model: Any, args: tuple[Any, ...]) -> Any:
+    """The case's forward on ``args`` (and ``context_repr`` when given), without gradients."""
+    out = _no_grad(case.call, model, *args)
+    if case.context_repr is not None and case.protocol != "relational":
+        x, y = args[0], args[1]
+        nc = args[2] if case.protocol == "in-context" else int((~args[2][0]).sum())
+        return (out, _no_grad(case.context_repr, model, x, y, nc))
+    return out
 
 
 def _no_grad(fn: Callable[..., Any], *args: Any) -> Any:
@@ -64,67 +71,6 @@ def _replay_of(check: str, model_seed: int, **extra: Any) -> dict[str, Any]:
 
     spec = {"check": check, "model_seed": model_seed, **extra}
     return {"model_seed": model_seed, **extra, "replay": json.dumps(spec, sort_keys=True, separators=(",", ":"))}
-
-
-CALLS = (1, 3, 10)
-"""Determinism compares these calls of one model on one input."""
-
-
-def check_determinism(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
-                      replay: dict[str, Any] | None = None) -> CheckResult:
-    """The same seed gives bit-identical outputs, and a model carries no state between calls.
-
-    On one model and one input, call 1, call 3 and call 10 must agree (the global RNG is moved
-    before every call); a model rebuilt with the same seed must agree; and after those calls a
-    NEW input of the same shapes (new data, or only new context labels) must give exactly what
-    a fresh model gives on it: state drift and caches keyed on shapes fail here. The caller's
-    RNG state is restored."""
-    check = cap.DETERMINISM
-    if case.make_model is None:
-        return skipped(check, case, "the case has no model")
-    s = int(replay.get("model_seed", seed)) if replay else seed
-    data = int(replay.get("data_seed", s)) if replay else s
-    tol = {"tolerance": case.effective_tolerance(), "calls": list(CALLS)}
-
-    def fail(d: float, what: str, hint: str) -> CheckResult:
-        return CheckResult(check, case.name, "failed", d, 0.0, {"seed": s, **_replay_of(check, s, data_seed=data)},
-                           f"{check} violated: outputs differ by {d:.3g} for {what}; {hint}", tol)
-
-    with torch.random.fork_rng(devices=[]):
-        probe = _probe(case, data)
-        torch.manual_seed(10_000 + s)
-        model = case.build(s)
-        outs = {}
-        for k in range(1, max(CALLS) + 1):
-            torch.manual_seed(20_000 + 7 * k)  # a model that draws from the global RNG now differs
-            out = probe(model)
-            if k in CALLS:
-                outs[k] = out
-        for k in CALLS[1:]:
-            d, _ = discrepancy(outs[k], outs[1], case)
-            if not d <= 0:
-                return fail(d, f"call {k} against call 1 on the same model and input",
-                            "the model changes between calls (state drift, running statistics, a counter, "
-                            "unseeded noise): keep forward free of side effects and seed every draw from the "
-                            "model's seed.")
-        torch.manual_seed(30_000 + s)
-        d, _ = discrepancy(probe(case.build(s)), outs[1], case)
-        if not d <= 0:
-            return fail(d, "a model rebuilt with the same seed",
-                        "seed every random draw of make_model from its seed (torch.Generator), never the global RNG.")
-        news = [("new data of the same shapes", _probe(case, data + 101))]
-        if case.protocol != "relational":
-            news.append(("the same rows with a new context (labels)", _probe(case, data, labels_from=data + 202)))
-        for what, other in news:
-            used, fresh = other(model), other(case.build(s))
-            d, _ = discrepancy(used, fresh, case)
-            if not d <= 0:
-                return fail(d, f"{what} after {max(CALLS)} calls, against a fresh model",
-                            "the model returns stale results after a call (a cache keyed on shapes, or state "
-                            "kept from the previous input); key caches on the data or drop them.")
-    return CheckResult(check, case.name, "passed", 0.0, 0.0, {"seed": s},
-                       f"bit-identical outputs for calls {', '.join(map(str, CALLS))}, a rebuilt model, and new "
-                       "inputs after calls", tol)
 
 
 def check_checkpoint_roundtrip(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,

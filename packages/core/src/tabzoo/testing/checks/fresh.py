@@ -1,0 +1,151 @@
+"""The fresh Python process of the determinism check.
+
+One worker process (``python -m tabzoo.testing.checks.fresh``) is started per kit run with a
+``PYTHONHASHSEED`` other than the parent's and serves every case (torch is imported once): it
+reads one JSON job per line, rebuilds the case (by :attr:`ConformanceCase.factory`, else among
+the installed plugin cases), computes the determinism probe and writes it to a safetensors file.
+A worker started under another environment (``sys.path``, plugin selection) is replaced.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tabzoo.testing.case import ConformanceCase
+
+TIMEOUT = 300.0
+"""Seconds one job may take (the first one includes starting Python and importing torch)."""
+
+
+def locate(case: ConformanceCase) -> dict[str, Any] | None:
+    """How a fresh process finds ``case``: ``{"name", "factory", "factory_args"}`` or
+    ``{"name", "registered"}``; ``None`` when it cannot."""
+    if case.factory:
+        return {"name": case.name, "factory": case.factory, "factory_args": dict(case.factory_args)}
+    try:
+        from tabzoo.testing.runner import find_cases
+
+        hits = [c for c in find_cases(case.name, include_core=False) if c.name == case.name]
+    except Exception:  # noqa: BLE001 - not installed: no locator
+        return None
+    if len(hits) == 1 and hits[0].make_model is case.make_model:
+        return {"name": case.name, "registered": True}
+    return None
+
+
+class _Worker:
+    """The child process and the environment it was started with."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.stderr = tempfile.TemporaryFile(mode="w+")  # a file, so that warnings never fill a pipe
+        self.proc = subprocess.Popen([sys.executable, "-m", "tabzoo.testing.checks.fresh"], env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+
+    def ask(self, job: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            self.stderr.seek(0)
+            err = self.stderr.read()[-600:]
+            return {"error": f"the fresh process gave no answer within {TIMEOUT:g} s (exit {self.proc.returncode}) "
+                             f"{err.strip()}"}
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_WORKER: list[_Worker] = []
+
+
+def _environment() -> tuple[dict[str, str], str, str]:
+    parent = os.environ.get("PYTHONHASHSEED", "random")
+    hashseed = str(int(parent) + 1) if parent.isdigit() else "0"
+    env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return env, hashseed, parent
+
+
+def _worker(env: dict[str, str]) -> _Worker:
+    if _WORKER and (_WORKER[0].env != env or _WORKER[0].proc.poll() is not None):
+        _WORKER.pop().close()
+    if not _WORKER:
+        _WORKER.append(_Worker(env))
+    return _WORKER[0]
+
+
+@atexit.register
+def _stop() -> None:
+    while _WORKER:
+        _WORKER.pop().close()
+
+
+def fresh_process_probe(case: ConformanceCase, s: int, data: int) -> tuple[torch.Tensor | None, str]:
+    """The determinism probe computed by the worker process: ``(tensor, how)``, or ``(None, why not)``."""
+    where = locate(case)
+    if where is None:
+        return None, (f"the kit cannot rebuild case {case.name!r} in a fresh process: register it through the "
+                      "tabzoo_conformance_cases hook, or set ConformanceCase(factory='module:function', "
+                      "factory_args={...}) to a function that returns it.")
+    env, hashseed, parent = _environment()
+    with tempfile.TemporaryDirectory(prefix="tabzoo-determinism-") as tmp:
+        out = Path(tmp) / "probe.safetensors"
+        answer = _worker(env).ask({**where, "seed": s, "data": data, "out": str(out), "device": case.device})
+        if "error" in answer or not out.exists():
+            return None, f"the fresh process failed: {answer.get('error', 'no output written')}"
+        from safetensors.torch import load_file
+
+        return load_file(str(out))["probe"], f"PYTHONHASHSEED={hashseed}, parent {parent}"
+
+
+def _job(job: dict[str, Any]) -> None:
+    from dataclasses import replace
+    from importlib import import_module
+
+    from safetensors.torch import save_file
+
+    from tabzoo.testing.checks.determinism import _seeded_probe
+
+    if job.get("factory"):
+        module, _, attr = job["factory"].partition(":")
+        made = getattr(import_module(module), attr)(**job.get("factory_args", {}))
+        cases = made if isinstance(made, (list, tuple)) else [made]
+    else:
+        from tabzoo.testing.runner import find_cases
+
+        cases = find_cases(job["name"], include_core=False)
+    (case,) = [c for c in cases if c.name == job["name"]]
+    case = replace(case, device=job["device"])
+    save_file({"probe": _seeded_probe(case, int(job["seed"]), int(job["data"])).contiguous()}, job["out"])
+
+
+def _serve() -> None:
+    """The worker's loop: one JSON job per line on stdin, one JSON answer per line on stdout."""
+    for line in sys.stdin:
+        try:
+            _job(json.loads(line))
+            answer: dict[str, Any] = {"ok": True}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as the finding
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve()
