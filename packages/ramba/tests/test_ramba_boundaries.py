@@ -69,3 +69,13 @@ def test_unfitted_use_is_a_not_fitted_error(shop) -> None:
         with pytest.raises(NotFittedError, match="fit") as info:
             call()
         assert isinstance(info.value, TabzooInputError)
+
+
+def test_fit_checks_its_peak_memory_before_training(shop, monkeypatch) -> None:
+    from tabzoo.errors import MemoryLimitError
+
+    db, split = shop
+    monkeypatch.setenv("TABZOO_MEMORY_LIMIT", "100KB")
+    with pytest.raises(MemoryLimitError, match=r"Ramba.fit would need about .*sequences of \d+ tokens.*"
+                                               r"Use a smaller batch_size"):
+        _model().fit(db, REG, split, steps=2)

@@ -79,6 +79,12 @@ class MultiTabEstimator(BaseEstimator):
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
     :param device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
     :param progress: show a tqdm bar over epochs.
+
+    Memory: ``fit`` estimates its peak (parameters counted without allocating, gradients and Adam
+    state, token and attention activations of a batch and of a prediction chunk) before it builds
+    the model, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate and the fix
+    above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). The parameters grow
+    with the square of the column count: that check is MultiTab-Net's width limit.
     """
 
     def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,

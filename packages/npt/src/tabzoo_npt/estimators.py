@@ -62,6 +62,13 @@ class _NPTBase(BaseEstimator):
         warning (:mod:`tabzoo_npt.predict`). Nothing is sampled.
     :param mode: ``"inductive"`` (default), ``"semi_supervised"`` or ``"transductive"``.
     :param progress: tqdm progress bar during fit.
+
+    Memory: ``fit`` estimates its peak (parameters, gradients and Adam state, the attention and
+    feed-forward activations of a training batch and of a prediction chunk) from the table's shape
+    before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
+    and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). The
+    parameters grow with the square of the column count (ABD attention mixes whole rows of
+    ``columns * dim`` values): that check is NPT's width limit.
     """
 
     _n_targets = 1

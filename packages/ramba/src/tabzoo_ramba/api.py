@@ -87,6 +87,10 @@ class Ramba:
 
     :param model: a (pretrained) :class:`RambaModel`; default a fresh one from ``config``.
     :param sampler: the subgraph budget.
+
+    Memory: ``fit`` estimates a training step's peak from the longest serialized sequence and
+    ``batch_size`` before training, and raises :class:`~tabzoo.errors.MemoryLimitError` with the
+    estimate and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory).
     """
 
     def __init__(self, model: RambaModel | None = None, *, config: dict[str, Any] | None = None,
@@ -150,11 +154,28 @@ class Ramba:
         self.bind(db, task, cutoff)
         tr = self._seqs(db, train.seeds)
         va = self._seqs(db, val.seeds) if val is not None and len(val) else None
+        self._check_memory(tr, batch_size)
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
         finetune(self.model, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
                  steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=self.seed,
                  progress=self.progress, encoder=self.encoder, predict=self._predict_seqs)
         return self
+
+    def _check_memory(self, seqs: Sequence[Seq], batch_size: int) -> None:
+        """Refuse before training when a step's estimated peak (parameters, gradients and Adam
+        state, plus ``batch_size`` sequences of the longest length through every block) exceeds
+        the memory limit (:mod:`tabzoo.estimators.memory`)."""
+        from tabzoo.estimators.memory import check_memory, training_bytes
+
+        c = self.model.cfg
+        length = max((len(q.kind) for q in seqs), default=0)
+        params = sum(p.numel() for p in self.model.parameters())
+        per_token = c.d_model * (8 + 4 * c.expand) + c.d_ff + c.expand * c.d_model * c.d_state
+        acts = float(c.n_layers) * min(batch_size, len(seqs)) * length * per_token
+        check_memory("Ramba.fit", training_bytes(params, acts), "use a smaller batch_size or a smaller "
+                     "sampler budget (SamplerConfig(max_rows=...))",
+                     device=next(self.model.parameters()).device,
+                     detail=f"{params:,} parameters; {min(batch_size, len(seqs))} sequences of {length} tokens")
 
     def predict(self, db: Any, seeds: Sequence[Seed]) -> np.ndarray:
         """Probabilities (classification) or values (regression) ``[n_seeds]``."""

@@ -88,6 +88,10 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
     :param device: ``"auto"`` (cuda if available, else cpu), ``"cpu"``, ``"cuda:0"``, ...
     :param random_state: seed of the ensemble members.
     :param verbose: show a tqdm progress bar over chunks (needs ``tqdm``).
+
+    Memory: before a context is encoded, the peak of one pass (members x context rows plus a query
+    chunk x features through the model) is estimated, and above the limit (``TABZOO_MEMORY_LIMIT``,
+    default the available memory) :class:`~tabzoo.errors.MemoryLimitError` says so with the fix.
     """
 
     #: the most features / classes the model takes; ``None`` asks the model's attributes.
