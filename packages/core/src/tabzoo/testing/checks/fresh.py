@@ -129,7 +129,8 @@ def fresh_process_probe(case: ConformanceCase, s: int, data: int) -> tuple[torch
     env, hashseed, parent = _environment()
     with tempfile.TemporaryDirectory(prefix="tabzoo-determinism-") as tmp:
         out = Path(tmp) / "probe.safetensors"
-        answer = _worker(env).ask({**where, "seed": s, "data": data, "out": str(out), "device": case.device})
+        answer = _worker(env).ask({**where, "seed": s, "data": data, "out": str(out), "device": case.device,
+                                   "threads": torch.get_num_threads()})
         if "error" in answer or not out.exists():
             return None, f"the fresh process failed: {answer.get('error', 'no output written')}"
         from safetensors.torch import load_file
@@ -151,6 +152,9 @@ def _job(job: dict[str, Any]) -> None:
         cases = _registered(job["name"])
     (case,) = [c for c in cases if c.name == job["name"]]
     case = replace(case, device=job["device"])
+    # the parent's intra-op thread count: it decides how CPU kernels split their sums, so another
+    # count changes float rounding, which is not the process state this check looks for
+    torch.set_num_threads(int(job.get("threads", torch.get_num_threads())))
     save_file({"probe": _seeded_probe(case, int(job["seed"]), int(job["data"])).contiguous()}, job["out"])
 
 
