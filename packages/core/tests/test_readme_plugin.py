@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +25,18 @@ def _snippet() -> str:
 
 
 @pytest.fixture(scope="module")
-def plugin() -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "readme_plugin"}
-    exec(compile(_snippet(), str(README), "exec"), namespace)  # noqa: S102 - the README's own code
-    return namespace
+def plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The snippet as an importable module ``readme_plugin``, as an installed plugin would be (the
+    kit's fresh-process determinism check rebuilds the case from ``readme_plugin:my_case``)."""
+    folder = tmp_path_factory.mktemp("readme_plugin")
+    (folder / "readme_plugin.py").write_text(_snippet(), encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module("readme_plugin")
+        yield vars(module)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("readme_plugin", None)
 
 
 def test_readme_plugin_registers_its_architecture_and_case(plugin: dict[str, Any]) -> None:
@@ -39,6 +51,7 @@ def test_readme_plugin_passes_the_kit(plugin: dict[str, Any]) -> None:
     from tabzoo.testing import capabilities as cap
     from tabzoo.testing import check_conformance
 
-    results = check_conformance(plugin["my_case"](), on_fail="raise", max_examples=3)
+    case = dataclasses.replace(plugin["my_case"](), factory="readme_plugin:my_case")
+    results = check_conformance(case, on_fail="raise", max_examples=3)
     assert {r.check for r in results} >= cap.MINIMUM["in-context"] | {cap.LINEAR_IN_ROWS}
     assert all(r.status == "passed" for r in results), [str(r) for r in results]
