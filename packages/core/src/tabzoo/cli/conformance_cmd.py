@@ -117,6 +117,11 @@ def run(args: argparse.Namespace) -> int:
         os.environ[PROFILE_ENV] = "thorough"
 
     from tabzoo import __version__
+    from tabzoo.errors import TabzooInputError
+
+    if not args.name.strip(" ,"):
+        raise TabzooInputError("no case named: give a case, plugin or distribution name (comma-separated), or 'all'; "
+                               "`tabzoo plugins` lists what is installed.")
     from tabzoo.testing._xfails import load_xfails
     from tabzoo.testing.runner import (
         CORE_CASE,
