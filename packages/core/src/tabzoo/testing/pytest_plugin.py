@@ -8,8 +8,10 @@ installed case becomes a test item with id ``<case>-<check>``::
 
 Options: ``--tabzoo-max-examples N`` (default 10), ``--tabzoo-device DEV`` (default: the
 case's), ``--tabzoo-seed S``, ``--tabzoo-xfails FILE`` (JSON or TOML ``case -> check -> reason``;
-those checks are marked xfail with the reason), ``--tabzoo-strict`` (a skipped check, i.e. one
-whose property is NOT proven, fails). A plugin whose cases cannot be built gives a failing
+those checks are marked strict xfail with the reason: one that passes fails until its entry is
+removed). As in ``tabzoo conformance``, a skipped check (its property NOT proven) fails unless
+``--tabzoo-allow-unproven`` is given (``--tabzoo-strict`` is the default, kept for old command
+lines). A plugin whose cases cannot be built gives a failing
 item. Loading this module imports neither torch nor hypothesis; they load only when checks run.
 """
 
@@ -31,8 +33,10 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--tabzoo-device", dest="tabzoo_device", default=None, metavar="DEV",
                     help="device for models and inputs, e.g. cuda (default: each case's own)")
     group.addoption("--tabzoo-seed", dest="tabzoo_seed", type=int, default=0, metavar="S", help="base seed (default 0)")
-    group.addoption("--tabzoo-strict", dest="tabzoo_strict", action="store_true", default=False,
-                    help="a check that is skipped (not proven) fails instead")
+    group.addoption("--tabzoo-strict", dest="tabzoo_strict", action="store_true", default=True,
+                    help="(the default) a check that is skipped (not proven) fails")
+    group.addoption("--tabzoo-allow-unproven", dest="tabzoo_allow_unproven", action="store_true", default=False,
+                    help="a check that is skipped (not proven) is reported as skipped instead of failing")
     group.addoption("--tabzoo-xfails", dest="tabzoo_xfails", default=None, metavar="FILE",
                     help="JSON or TOML file mapping case -> check -> reason: expected failures")
 
@@ -81,8 +85,10 @@ class ConformanceItem(pytest.Item):
         result = run_check(self.case, self.check, seed=self.seed, max_examples=self.max_examples)
         self.user_properties.append(("tabzoo_result", result.as_dict()))
         if result.status == "skipped":
-            if self.config.getoption("tabzoo_strict", False):
-                raise ConformanceFailure(f"{result} (--tabzoo-strict: not proven counts as failed)")
+            if not self.config.getoption("tabzoo_allow_unproven", False):
+                raise ConformanceFailure(f"{result} (not proven counts as failed; --tabzoo-allow-unproven "
+                                         "reports it as skipped, or declare why the property does not apply "
+                                         "through the case's capabilities)")
             pytest.skip(f"{self.check}: {result.message}")
         if result.status in ("failed", "error"):
             raise ConformanceFailure(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
@@ -142,5 +148,5 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
                 seed=config.getoption("tabzoo_seed"), max_examples=config.getoption("tabzoo_max_examples"),
             )
             if check in expected:
-                item.add_marker(pytest.mark.xfail(reason=expected[check], strict=False))
+                item.add_marker(pytest.mark.xfail(reason=expected[check], strict=True))
             items.append(item)

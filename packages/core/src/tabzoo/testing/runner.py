@@ -169,7 +169,7 @@ def parametrize_with_checks(
     """A ``pytest.mark.parametrize("case, check", ...)`` decorator over every (case, check) pair.
 
     Test ids are ``"<case>-<check>"``. Expected failures (from the case or the argument) become
-    ``pytest.mark.xfail(reason=...)``. Use::
+    strict ``pytest.mark.xfail(reason=...)`` (one that passes fails). Use::
 
         @parametrize_with_checks([my_case()])
         def test_conformance(case, check):
@@ -181,7 +181,7 @@ def parametrize_with_checks(
     for case in cases:
         expected = _expected_for(case, expected_failed_checks)
         for name in checks_for(case):
-            marks = [pytest.mark.xfail(reason=expected[name], strict=False)] if name in expected else []
+            marks = [pytest.mark.xfail(reason=expected[name], strict=True)] if name in expected else []
             check = ConformanceCheck(name, seed=seed, max_examples=max_examples)
             params.append(pytest.param(case, check, id=f"{case.name}-{name}", marks=marks))
     return pytest.mark.parametrize("case, check", params)
