@@ -246,3 +246,33 @@ def test_the_broken_model_gallery_is_not_shipped() -> None:
         assert importlib.util.find_spec(f"tabzoo.testing.{name}") is None, name
     shipped = Path(tabzoo.testing.__file__).parent
     assert not any("broken" in p.name for p in shipped.rglob("*.py"))
+
+
+SKIPPING_CONFTEST = '''
+import tabzoo.testing.runner as runner
+from tabzoo.testing.case import CheckResult
+
+
+def _skipped(case, check, **kw):
+    return CheckResult(check, case.name, "skipped", message="not proven: planted by the test")
+
+
+runner.run_check = _skipped
+'''
+
+
+@pytest.mark.parametrize("allow", [False, True], ids=["default", "allow-unproven"])
+def test_pytest_plugin_fails_a_skipped_check_unless_allowed(tmp_path: Path, allow: bool) -> None:
+    (tmp_path / "conftest.py").write_text(SKIPPING_CONFTEST)
+    (tmp_path / "test_x.py").write_text("def test_one():\n    assert True\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *_pytest_plugin_args(), "-p", "no:cacheprovider", "-rs", "-v",
+         "--tabzoo-conformance=meta", *(["--tabzoo-allow-unproven"] if allow else []),
+         "-k", "meta_good and query_independence", str(tmp_path)],
+        capture_output=True, text=True, cwd=tmp_path, env=_env_with_plugin(tmp_path), timeout=600,
+    )
+    out = proc.stdout
+    if allow:
+        assert proc.returncode == 0 and "SKIPPED" in out and "planted by the test" in out, out[-3000:]
+    else:
+        assert proc.returncode == 1 and "not proven counts as failed" in out, out[-3000:]
