@@ -91,3 +91,19 @@ def test_the_memory_limit_is_checked_before_allocating(monkeypatch) -> None:
     with pytest.raises(MemoryLimitError, match=r"limit of 9.8 KiB \(TABZOO_MEMORY_LIMIT\)"):
         est.fit(X, y)
     assert not hasattr(est, "model_")
+
+
+def test_task_types_follow_the_core_rule_and_say_when_ambiguous() -> None:
+    """Issue 26 item 2: an integer target with many values is regression (with a warning), unless given."""
+    from tabzoo.table.task_types import TaskTypeWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    count = rng.integers(0, 40, size=60)  # 40 possible values: an amount
+    label = rng.integers(0, 3, size=60)  # 3 values: class ids
+    Y = np.stack([count, label], 1)
+    with pytest.warns(TaskTypeWarning, match="taken as regression"):
+        est = MultiTabEstimator(**FAST).fit(X, Y)
+    assert [t.kind for t in est.tasks_] == ["regression", "multiclass"]
+    forced = MultiTabEstimator(**FAST, task_types=["multiclass", "auto"]).fit(X, Y)
+    assert [t.kind for t in forced.tasks_] == ["multiclass", "multiclass"]

@@ -53,7 +53,10 @@ class MultiTabEstimator(BaseEstimator):
 
     :param architecture: ``"multitab"`` (MultiTab-Net), ``"mmoe"``, ``"shared_bottom"`` or ``"stl"``.
     :param task_types: per target ``"auto"``, ``"binary"``, ``"multiclass"``, ``"classification"``
-        or ``"regression"``; ``None`` = auto (float columns are regression, others classification).
+        or ``"regression"``; ``None`` = auto, the core's rule (:mod:`tabzoo.table.task_types`): non-numbers
+        are classification, non-whole numbers regression, whole numbers classification up to 10 distinct
+        values and regression above, with a ``TaskTypeWarning`` where the column's dtype disagrees.
+        The types used are in ``tasks_``.
     :param task_weights: loss weight per task (``None`` = all 1).
     :param d_embed, n_layers, n_heads, row_heads, mask, inter_sample, dropout, ff_mult, head_hidden: MultiTab-Net
         settings (see :class:`~tabzoo_multitab.config.MultiTabConfig`); ``d_embed``/``dropout``

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.scaling import finite_mean_std
+from tabzoo.table.task_types import infer_task_type
 
 from tabzoo_multitab.config import TaskSpec
 
@@ -132,7 +133,7 @@ class TargetEncoder:
             col = Y[:, j]
             kind = task_types[j] if task_types is not None else None
             if kind is None or kind == "auto":
-                kind = "regression" if col.dtype.kind == "f" else "classification"
+                kind = infer_task_type(col, names[j])  # the core's one rule (tabzoo.table.task_types)
             if kind == "regression":
                 v = self._float(col, names[j])
                 self.tasks.append(TaskSpec(names[j], "regression"))
