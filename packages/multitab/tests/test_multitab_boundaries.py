@@ -4,6 +4,8 @@ refuses mixed label types and bad arguments, and raises a ``NotFittedError`` tha
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -107,3 +109,22 @@ def test_task_types_follow_the_core_rule_and_say_when_ambiguous() -> None:
     assert [t.kind for t in est.tasks_] == ["regression", "multiclass"]
     forced = MultiTabEstimator(**FAST, task_types=["multiclass", "auto"]).fit(X, Y)
     assert [t.kind for t in forced.tasks_] == ["multiclass", "multiclass"]
+
+
+def test_cli_predict_writes_one_named_probability_column_per_class(tmp_path: Any) -> None:
+    """Issue 24/26: `tabzoo predict --model multitab` wrote one column `proba_[0 1 2]` holding P(class 0)."""
+    import pandas as pd
+    from tabzoo.cli import main
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["y"] = np.digitize(X[:, 0], [-0.5, 0.5])  # 3 classes 0, 1, 2
+    frame.iloc[:60].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[60:].drop(columns="y").to_csv(tmp_path / "test.csv", index=False)
+    out = tmp_path / "pred.csv"
+    assert main(["predict", "--model", "multitab", "--train", str(tmp_path / "train.csv"),
+                 "--test", str(tmp_path / "test.csv"), "--target", "y", "--out", str(out)]) == 0
+    pred = pd.read_csv(out)
+    assert list(pred.columns) == ["prediction", "proba_0", "proba_1", "proba_2"]
+    np.testing.assert_allclose(pred[["proba_0", "proba_1", "proba_2"]].sum(axis=1), 1.0, atol=1e-6)

@@ -214,10 +214,37 @@ def _with_checkpoint(cls: Any, est: Any, stem: Path, arch: str) -> Any:
     return est.use_checkpoint(stem, architecture=arch)
 
 
+def _proba_columns(est: Any, proba: Any) -> dict[str, Any]:
+    """One named column per class (``proba_<class>``), and per task for a multi-output estimator
+    (``proba_<task>_<class>``; sklearn's multi-output convention: ``predict_proba`` a list of
+    ``[n, C_t]`` arrays, ``classes_`` a list of class arrays, ``None`` for a regression task)."""
+    import numpy as np
+
+    from tabzoo.errors import TabzooInputError
+
+    probas = list(proba) if isinstance(proba, (list, tuple)) else [proba]
+    classes = est.classes_
+    sets = list(classes) if isinstance(classes, (list, tuple)) and all(np.ndim(c) == 1 for c in classes) else [classes]
+    if len(sets) != len(probas):
+        raise TabzooInputError(f"{type(est).__name__}.predict_proba gave {len(probas)} arrays for {len(sets)} class "
+                               "sets in classes_; the estimator breaks sklearn's multi-output convention.")
+    tasks = [getattr(t, "name", str(i)) for i, t in enumerate(getattr(est, "tasks_", range(len(sets))))]
+    out: dict[str, np.ndarray] = {}
+    for task, p, cls in zip(tasks, probas, sets, strict=False):
+        if p is None:
+            continue
+        p = np.asarray(p)
+        if p.ndim != 2 or p.shape[1] != len(cls):
+            raise TabzooInputError(f"{type(est).__name__}.predict_proba gave shape {p.shape} for {len(cls)} classes "
+                                   f"{list(cls)[:8]}; expected [n, {len(cls)}].")
+        prefix = "proba_" if len(probas) == 1 else f"proba_{task}_"
+        for j, c in enumerate(cls):
+            out[f"{prefix}{c}"] = p[:, j]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import time
-
-    import numpy as np
 
     from tabzoo.cli._extras import is_missing, note_once
     from tabzoo.errors import TabzooInputError
@@ -261,9 +288,8 @@ def run(args: argparse.Namespace) -> int:
     pd = sys.modules["pandas"]
     out = pd.DataFrame({"prediction": est.predict(X_test)})
     if hasattr(est, "predict_proba"):
-        proba = np.asarray(est.predict_proba(X_test))
-        for j, c in enumerate(est.classes_):
-            out[f"proba_{c}"] = proba[:, j]
+        for name, column in _proba_columns(est, est.predict_proba(X_test)).items():
+            out[name] = column
     _write(out, args.out)
     weights = f"checkpoint {stem}" if stem is not None else "its shipped weights"
     print(f"tabzoo predict: {len(out)} predictions ({len(out.columns)} columns) of {args.model or cls.__name__} "
