@@ -69,7 +69,7 @@ def _feature_cost(n: int) -> Cost:
     return Cost(flops=model.row_flops(n, n_rows=4), bytes=0.0)
 
 
-def _case(name: str, config: OrionConfig, description: str) -> ConformanceCase:
+def _case(name: str, config: OrionConfig, description: str, factory: str) -> ConformanceCase:
     def make(seed: int) -> OrionMSP:
         return _make(config, seed)
 
@@ -97,6 +97,7 @@ def _case(name: str, config: OrionConfig, description: str) -> ConformanceCase:
         # 1.5e-5 against 4.7e-6 before); 2x the float32 tolerance keeps a margin
         tol_scale=2.0,
         description=description,
+        factory=factory,  # each call builds new closures: the kit's fresh process rebuilds the case by name
         **_row_forward(),
     )
 
@@ -121,11 +122,12 @@ def _forward(model: OrionMSP, *args: Any) -> Any:
 def make_case() -> ConformanceCase:
     """The registered case (default masking, ``query_sees_query=False``)."""
     return _case("orion-msp", CONFIG, "tiny ORION-MSP: context-only ISAB and memory, split mask, query rows "
-                 "read context and themselves")
+                 "read context and themselves", "tabzoo_orion_msp.conformance:make_case")
 
 
 def make_paper_case() -> ConformanceCase:
     """The paper's eq. 50 variant (query rows read each other); NOT registered - it breaks query
     independence and the kit must say so."""
     return _case("orion-msp-paper-mask", CONFIG.with_(query_sees_query=True),
-                 "tiny ORION-MSP with the paper's split mask: query rows read query rows")
+                 "tiny ORION-MSP with the paper's split mask: query rows read query rows",
+                 "tabzoo_orion_msp.conformance:make_paper_case")
