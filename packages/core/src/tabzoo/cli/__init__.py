@@ -10,6 +10,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from importlib import import_module
+from typing import Any
 
 from tabzoo.errors import TabzooError
 
@@ -80,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tabzoo`` console script; returns the exit code."""
     parser = build_parser(argv)
     wanted = _command_of(sys.argv[1:] if argv is None else argv)
-    choices = parser._subparsers._group_actions[0].choices if parser._subparsers else {}  # type: ignore[union-attr]
+    sub = parser._subparsers._group_actions[0] if parser._subparsers else None  # type: ignore[union-attr]
+    choices: dict[str, Any] = dict(sub.choices or {}) if sub is not None else {}  # the subcommands' parsers
     if wanted in PLUGIN_COMMANDS and wanted not in choices:
         dist = PLUGIN_COMMANDS[wanted]
         print(f"tabzoo: error: `tabzoo {wanted}` comes with {dist}, which is not installed. From a clone of "

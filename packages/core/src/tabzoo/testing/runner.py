@@ -209,14 +209,17 @@ def registration_results(case: ConformanceCase) -> list[CheckResult]:
         return [CheckResult(REGISTRATION, case.name, "failed", reproducer={"architecture": name},
                             message=f"the case tests architecture {name!r}, which is not registered; register it "
                                     "with tabzoo_register_architectures or fix ConformanceCase.architecture.")]
-    spec_caps = frozenset(getattr(entry.obj, "capabilities", frozenset()))
-    if spec_caps != case.capabilities:
-        only_spec, only_case = sorted(spec_caps - case.capabilities), sorted(case.capabilities - spec_caps)
+    # the universal properties are checked for every case whether claimed or not, so a claim of one
+    # on one side only (e.g. a spec written before kit v3 added finite_outputs) is no disagreement
+    spec_caps = frozenset(getattr(entry.obj, "capabilities", frozenset())) | cap.UNIVERSAL
+    case_caps = case.capabilities | cap.UNIVERSAL
+    if spec_caps != case_caps:
+        only_spec, only_case = sorted(spec_caps - case_caps), sorted(case_caps - spec_caps)
         return [CheckResult(
             REGISTRATION, case.name, "failed", float(len(only_spec) + len(only_case)), 0.0, {"architecture": name},
             f"ArchitectureSpec({name!r}).capabilities and the case's capabilities differ: only the spec claims "
             f"{only_spec}, only the case claims {only_case}; declare one set in both (what is claimed is checked).",
-            {"spec": sorted(spec_caps), "case": sorted(case.capabilities)},
+            {"spec": sorted(spec_caps), "case": sorted(case_caps)},
         )]
     return [CheckResult(REGISTRATION, case.name, "passed", 0.0, 0.0, {"architecture": name},
                         f"ArchitectureSpec({name!r}) claims exactly the case's {len(spec_caps)} capabilities")]
