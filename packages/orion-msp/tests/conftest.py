@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tabzoo.testing.profiles import register_hypothesis_profiles, relax_rounding_xfails
+from tabzoo.testing.profiles import (
+    pin_auto_precision_to_fp32,
+    register_hypothesis_profiles,
+    relax_rounding_xfails,
+)
 
 register_hypothesis_profiles(ci=10)  # ci: derandomized; random: fresh examples (nox -s tests_random)
 
@@ -15,14 +19,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _auto_precision_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``inference_precision="auto"`` picks bf16 on CPUs with AVX512-BF16/AMX and fp32 elsewhere;
-    the tests' tolerances (row-order invariance to 1e-5, saved reference outputs) are fp32
-    tolerances, so on a bf16 CPU two of them failed on a fresh clone (0.698075 vs 0.697045: bf16
-    rounding, ~2^-8 relative). "auto" means fp32 in these tests on every machine; the choice
-    itself is tested in the core (test_members) and with explicit precisions here."""
-    from tabzoo.train import loop
-
-    monkeypatch.setattr(loop, "cpu_has_fast_bf16", lambda: False)
+    pin_auto_precision_to_fp32(monkeypatch)
 
 
 @pytest.fixture(autouse=True)
