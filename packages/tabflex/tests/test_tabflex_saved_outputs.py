@@ -13,14 +13,13 @@ Regenerate (only when a change of the outputs is intended, and say so in the com
 
 from __future__ import annotations
 
-import platform
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from tabzoo.testing import saved
 
 DATA = Path(__file__).parent / "data" / "saved_outputs.npz"
 
@@ -65,40 +64,19 @@ def _predict(name: str) -> np.ndarray:
     return np.asarray(getattr(est, method)(d["x"][n_fit:]), dtype=np.float64)
 
 
-def _fingerprint() -> str:
-    return f"{platform.machine()} {platform.processor()} torch {torch.__version__} python {sys.version.split()[0]}"
-
-
 CASES = sorted(_cases())
 pytestmark = pytest.mark.filterwarnings("ignore::tabzoo_tabflex.selection.ModelFallbackWarning")
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_saved_outputs_are_reproduced(name: str) -> None:
-    saved = np.load(DATA)
-    assert f"out/{name}" in saved.files, f"no saved output for {name}: regenerate {DATA.name} (see the docstring)"
     torch.set_num_threads(1)
-    got = _predict(name)
-    want = saved[f"out/{name}"]
-    assert got.shape == want.shape
-    if str(saved["fingerprint"]) == _fingerprint():
-        np.testing.assert_array_equal(got, want, err_msg=f"{name}: predictions changed (bitwise)")
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=f"{name}: predictions changed")
+    saved.assert_reproduced(DATA, name, _predict(name))
 
 
 def test_saved_inputs_are_today_inputs() -> None:
-    saved = np.load(DATA)
-    for k, v in _inputs().items():
-        np.testing.assert_array_equal(saved[f"in/{k}"], v)
+    saved.assert_inputs_unchanged(DATA, _inputs())
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)
-    arrays: dict[str, Any] = {f"in/{k}": v for k, v in _inputs().items()}
-    for name in CASES:
-        arrays[f"out/{name}"] = _predict(name)
-        print(name, arrays[f"out/{name}"].shape)
-    arrays["fingerprint"] = np.array(_fingerprint())
-    DATA.parent.mkdir(exist_ok=True)
-    np.savez_compressed(DATA, **arrays)
+    saved.write(DATA, _inputs(), CASES, _predict)
