@@ -7,30 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import hookimpl, spec_from_config
 
 from tabzoo_multitab.capabilities import CAPABILITIES
+from tabzoo_multitab.config import MultiTabConfig
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "n_num": 4, "cat_cardinalities": [], "tasks": [["task0", "binary", 2], ["task1", "regression", 0]],
-    "d_embed": 16, "n_layers": 2, "n_heads": 4, "row_heads": 4, "ff_mult": 2, "row_ff_mult": 1,
-    "mask": "T-/->T", "inter_sample": True, "head_hidden": 32, "dropout": 0.1,
-}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_multitab.model import build
-
-    return build(config)
+# a buildable default: 4 numeric columns, one binary and one regression task
+_DEFAULTS = {"n_num": 4, "tasks": [["task0", "binary", 2], ["task1", "regression", 0]]}
 
 
 @hookimpl
 def tabzoo_register_architectures(register: Any) -> None:
     """Register ``multitab``."""
-    register(ArchitectureSpec(
-        name="multitab",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
+    register(spec_from_config(
+        MultiTabConfig, name="multitab", build="tabzoo_multitab.model:build", defaults=_DEFAULTS,
         capabilities=CAPABILITIES,
         kind="multitask",
         estimator="tabzoo_multitab.estimator:MultiTabEstimator",

@@ -7,30 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import hookimpl, spec_from_config
 
 from tabzoo_npt.capabilities import CAPABILITIES
-
-# rows protocol, fixed-context prediction: query rows are isolated (they read context rows and
-# themselves), so besides row equivariance NPT claims query independence, no context<-query
-# leak and context-order invariance; masked targets are never read (label leak).
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", "cardinalities": None}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_npt.model import build
-
-    return build(config)
+from tabzoo_npt.config import PRESETS, NPTConfig
 
 
 @hookimpl
 def tabzoo_register_architectures(register: Any) -> None:
     """Register ``npt``."""
-    register(ArchitectureSpec(
-        name="npt",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
-        capabilities=CAPABILITIES,
+    register(spec_from_config(
+        NPTConfig, name="npt", build="tabzoo_npt.model:build", preset="small", presets=PRESETS,
+        exclude=("extra",), capabilities=CAPABILITIES,
         kind="row-attention",
         estimator="tabzoo_npt.estimators:NPTClassifier",
         regressor="tabzoo_npt.estimators:NPTRegressor",

@@ -7,33 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import hookimpl, spec_from_config
 
 from tabzoo_orion_msp.capabilities import CAPABILITIES
-
-# the plugin's config form: a preset plus per-field overrides (None = the preset's value)
-_CONFIG_KEYS = (
-    "name", "max_features", "max_classes", "d", "col_inducing", "col_heads", "col_blocks", "col_ff", "scales",
-    "n_cls", "n_global", "row_heads", "row_blocks", "row_ff", "window", "random_links", "link_seed", "rope_base",
-    "pma_scope", "memory_slots", "memory_heads", "memory_write", "memory_read", "memory_gate", "centre_rows", "icl_blocks", "icl_heads",
-    "icl_ff", "query_sees_query", "temperature",
-)
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_orion_msp.model import build
-
-    return build(config)
+from tabzoo_orion_msp.config import CONFIGS, OrionConfig
 
 
 @hookimpl
 def tabzoo_register_architectures(register: Any) -> None:
     """Register ``orion-msp``."""
-    register(ArchitectureSpec(
-        name="orion-msp",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
+    register(spec_from_config(
+        OrionConfig, name="orion-msp", build="tabzoo_orion_msp.model:build", preset="small", presets=CONFIGS,
         capabilities=CAPABILITIES,
         kind="in-context",
         estimator="tabzoo_orion_msp.estimators:OrionMSPClassifier",

@@ -10,28 +10,17 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, PriorSpec, hookimpl
+from tabzoo.plugins import PriorSpec, hookimpl, spec_from_config
 
 from tabzoo_ramba.capabilities import CAPABILITIES
-
-_CONFIG_KEYS = ("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text", "d_gate", "d_ff",
-                "max_rel_rows", "attention", "gating", "text_encoder")
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_ramba.model import build
-
-    return build(config)
+from tabzoo_ramba.config import PRESETS, RambaConfig
 
 
 @hookimpl
 def tabzoo_register_architectures(register: Any) -> None:
     """Register ``ramba``."""
-    register(ArchitectureSpec(
-        name="ramba",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
+    register(spec_from_config(
+        RambaConfig, name="ramba", build="tabzoo_ramba.model:build", preset="small", presets=PRESETS,
         capabilities=CAPABILITIES,
         kind="relational",
         description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "

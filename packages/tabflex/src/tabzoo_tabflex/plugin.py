@@ -9,30 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import hookimpl, spec_from_config
 
 from tabzoo_tabflex.capabilities import CAPABILITIES
-
-# the plugin's config form: a preset plus per-field overrides (None = the preset's value)
-_CONFIG_KEYS = ("name", "max_features", "max_classes", "d_model", "n_heads", "n_layers", "d_ff", "d_decoder",
-                "dropout", "attention", "train_rows")
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_tabflex.model import build
-
-    return build(config)
+from tabzoo_tabflex.config import CONFIGS, TabFlexConfig
 
 
 @hookimpl
 def tabzoo_register_architectures(register: Any) -> None:
     """Register ``tabflex``."""
-    register(ArchitectureSpec(
-        name="tabflex",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
-        capabilities=CAPABILITIES,
+    register(spec_from_config(
+        TabFlexConfig, name="tabflex", build="tabzoo_tabflex.model:build", preset="small", presets=CONFIGS,
+        exclude=("recipe",), capabilities=CAPABILITIES,
         kind="in-context",
         estimator="tabzoo_tabflex.estimators:TabFlexClassifier",
         regressor="tabzoo_tabflex.estimators:TabFlexRegressor",

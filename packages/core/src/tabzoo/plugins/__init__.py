@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tabzoo.plugins.from_config import config_fields, spec_from_config
 from tabzoo.plugins.hookspecs import HOOK_NAMES, hookimpl, hookspec
 from tabzoo.plugins.manager import (
     GROUP,
@@ -16,7 +17,14 @@ from tabzoo.plugins.manager import (
     reset_registry,
 )
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
-from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, PriorSpec, resolve_object
+from tabzoo.plugins.specs import (
+    ArchitectureSpec,
+    CaseFactory,
+    ConfigField,
+    PriorSpec,
+    lazy_callable,
+    resolve_object,
+)
 
 __all__ = [
     "GROUP",
@@ -24,21 +32,25 @@ __all__ = [
     "ArchitectureSpec",
     "CaseFactory",
     "CaseFailure",
+    "ConfigField",
     "PluginFailure",
     "PluginRecord",
     "PluginRegistry",
     "PriorSpec",
+    "config_fields",
     "get_architecture",
     "get_prior",
     "get_registry",
     "hookimpl",
     "hookspec",
+    "lazy_callable",
     "list_architectures",
     "list_conformance_cases",
     "list_plugins",
     "list_priors",
     "reset_registry",
     "resolve_object",
+    "spec_from_config",
 ]
 
 
