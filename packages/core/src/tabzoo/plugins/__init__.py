@@ -1,7 +1,9 @@
 """Plugins: pluggy hooks discovered through the ``tabzoo`` entry-point group.
 
-A plugin package declares ``[project.entry-points.tabzoo] myname = "mypkg.plugin"``; its
-``plugin.py`` holds only ``@hookimpl`` functions and imports its model lazily.
+A plugin package declares ``[project.entry-points.tabzoo] myname = "mypkg.plugin:plugin"``; its
+``plugin.py`` holds one :class:`ModelPlugin` declaration (specs from the config dataclass, paths of
+its cases, demo and subcommands) and imports its model lazily. A module of ``@hookimpl`` functions
+(``myname = "mypkg.plugin"``) works too, for plugins that add no model (e.g. only priors).
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from tabzoo.plugins.manager import (
     get_registry,
     reset_registry,
 )
+from tabzoo.plugins.model_plugin import ModelPlugin
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
 from tabzoo.plugins.specs import (
     ArchitectureSpec,
     CaseFactory,
+    CommandSpec,
     ConfigField,
+    DemoSpec,
     PriorSpec,
     lazy_callable,
     resolve_object,
@@ -32,7 +37,10 @@ __all__ = [
     "ArchitectureSpec",
     "CaseFactory",
     "CaseFailure",
+    "CommandSpec",
     "ConfigField",
+    "DemoSpec",
+    "ModelPlugin",
     "PluginFailure",
     "PluginRecord",
     "PluginRegistry",

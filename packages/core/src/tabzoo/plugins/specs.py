@@ -88,9 +88,6 @@ class ArchitectureSpec:
     :param pretrained: names of the checkpoints it ships as package data.
     :param config_fields: type, default and docstring of every key of ``default_config`` (see
         :func:`tabzoo.plugins.spec_from_config`, which fills it from the plugin's config dataclass).
-    :param demo: ``"pkg.module:function"`` of its ``tabzoo demo`` entry, a function
-        ``run_demo(*, seed=0, quick=True) -> list[dict]`` (see :mod:`tabzoo.cli.demo_cmd`). When
-        ``None``, ``tabzoo demo`` looks for ``<plugin package>.demo:run_demo`` by convention.
     """
 
     name: str
@@ -102,7 +99,6 @@ class ArchitectureSpec:
     regressor: str | None = None
     pretrained: tuple[str, ...] = ()
     description: str = ""
-    demo: str | None = None
     config_fields: tuple[ConfigField, ...] = ()
 
     def __post_init__(self) -> None:
@@ -143,13 +139,6 @@ class ArchitectureSpec:
             raise TabzooInputError(
                 f"architecture {self.name!r}: regressor must be 'package.module:ClassName' or None, "
                 f"got {self.regressor!r}."
-            )
-        if self.demo is not None and (
-            not isinstance(self.demo, str) or self.demo.count(":") != 1 or not all(self.demo.split(":"))
-        ):
-            raise TabzooInputError(
-                f"architecture {self.name!r}: demo must be 'package.module:function' (e.g. "
-                f"'my_pkg.demo:run_demo') or None; got {self.demo!r}."
             )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:
@@ -231,3 +220,71 @@ class CaseFactory:
         _check_name(self.name, "conformance case")
         if not callable(self.factory):
             raise TabzooInputError(f"conformance case {self.name!r}: factory must be callable() -> ConformanceCase.")
+
+
+def _check_path(value: Any, what: str, example: str) -> None:
+    if not callable(value) and (not isinstance(value, str) or value.count(":") != 1 or not all(value.split(":"))):
+        raise TabzooInputError(f"{what} must be 'package.module:function' (e.g. {example!r}) or a callable; "
+                               f"got {value!r}.")
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """A plugin's ``tabzoo demo`` entry: ``register(DemoSpec("mymodel", "my_pkg.demo:run_demo"))``.
+
+    :param name: the demo's name (usually the architecture's).
+    :param run: ``run_demo(*, seed=0, quick=True) -> list[dict]`` (the contract is in
+        :mod:`tabzoo.cli._demo`), or its ``"package.module:function"`` path, imported when it runs.
+        An in-context classifier that registers no demo gets the core's default demo.
+    """
+
+    name: str
+    run: Callable[..., Any] | str
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        DemoSpec.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
+        _check_name(self.name, "demo")
+        _check_path(self.run, f"demo {self.name!r}: run", "my_pkg.demo:run_demo")
+
+    @property
+    def target(self) -> str:
+        """Where the demo lives, for reports: its path, or the function's module and name."""
+        if isinstance(self.run, str):
+            return self.run
+        return f"{getattr(self.run, '__module__', '?')}:{getattr(self.run, '__qualname__', '?')}"
+
+    def load(self) -> Callable[..., Any]:
+        """The demo function (imported now when ``run`` is a path)."""
+        return resolve_object(self.run) if isinstance(self.run, str) else self.run
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``tabzoo`` subcommand a plugin adds: ``register(CommandSpec("ramba", "tabzoo_ramba.cli:add_parser"))``.
+
+    :param name: the subcommand (``tabzoo <name> ...``); it may not shadow a core command.
+    :param add_parser: ``add_parser(subparsers)`` (adds the subcommand's argparse parser and sets
+        ``func(args) -> exit code`` on it), or its ``"package.module:function"`` path. It is imported
+        only when ``tabzoo <name>`` runs, so ``tabzoo --help`` stays fast.
+    :param help: one line for ``tabzoo plugins``.
+    """
+
+    name: str
+    add_parser: Callable[[Any], None] | str
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        CommandSpec.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
+        _check_name(self.name, "command")
+        _check_path(self.add_parser, f"command {self.name!r}: add_parser", "my_pkg.cli:add_parser")
+
+    def load(self) -> Callable[[Any], None]:
+        """The ``add_parser`` function (imported now when given as a path)."""
+        return resolve_object(self.add_parser) if isinstance(self.add_parser, str) else self.add_parser
