@@ -99,6 +99,11 @@ class TabFlexForward:
         """``[M, q, max_classes]`` logits of ``x_query [M, q, F]``."""
         return self.model.predict_query(x_query, state, chunk_size=self.chunk_size)
 
+    def train_forward(self, x_context: torch.Tensor, y_context: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
+        """Differentiable ``[M, q, max_classes]`` logits (the pretraining forward; the streamed path runs
+        without gradients), for fine-tuning (:mod:`tabzoo.train.finetune`)."""
+        return self.model(torch.cat([x_context, x_query], dim=1), y_context)
+
 
 class TabFlexMixin(InContextEstimator):
     """What TabFlex adds to the core's in-context estimators: loading, model selection, the random
