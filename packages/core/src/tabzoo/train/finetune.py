@@ -133,7 +133,7 @@ def _split(order: np.ndarray, y: np.ndarray, cfg: FineTune) -> tuple[np.ndarray,
     tr, va = np.concatenate(train), np.concatenate(val)
     if va.size > cfg.max_validation_rows:  # every k-th of the canonical order: stratified enough
         va = va[np.linspace(0, va.size - 1, cfg.max_validation_rows).round().astype(np.int64)]
-    return np.sort(tr), np.sort(va)
+    return tr, va  # canonical order: the episodes drawn from them do not depend on the rows' order
 
 
 class _Episodes:
