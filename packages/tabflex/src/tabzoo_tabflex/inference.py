@@ -34,7 +34,7 @@ from tabzoo.estimators.options import check_fit_mode
 from tabzoo_tabflex.config import TabFlexConfig, get_config
 from tabzoo_tabflex.model import ContextState, TabFlex, build
 from tabzoo_tabflex.projection import RandomProjection
-from tabzoo_tabflex.selection import Selection, select_model
+from tabzoo_tabflex.selection import Selection, algorithm1, select_model
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +138,15 @@ class TabFlexMixin(InContextEstimator):
             names = shipped_checkpoints(_PACKAGE)
             if not names:
                 raise CheckpointError("no TabFlex checkpoint is shipped with this install; pass checkpoint=<stem>.")
+            # the paper's model for this shape when it ships, else the default measured on the real-data suite
+            preferred = algorithm1(n_rows, n_cols)
+            names = [preferred] if preferred in names else [DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT in names
+                                                             else names[0]]
         else:
             names = [self.checkpoint]
         available = {n: _checkpoint_config(n) for n in names}
-        sel = select_model(n_rows, n_cols, n_classes, available)
+        # no warning: "auto" falls back to the measured default (README), a named checkpoint is the user's choice
+        sel = select_model(n_rows, n_cols, n_classes, available, warn=False)
         logger.info("TabFlex model selection: %s", sel.reason)
         return sel
 
