@@ -41,7 +41,13 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
-from _realdata_models import discover_tabzoo, peer_runners, variant_runners  # noqa: E402
+from _realdata_models import (  # noqa: E402
+    TABFLEX_VARIANT_BUDGETS_S,
+    TABFLEX_VARIANTS,
+    discover_tabzoo,
+    peer_runners,
+    variant_runners,
+)
 from _realdata_summary import (  # noqa: E402
     classification_metrics,
     curve_deltas_all,
@@ -327,7 +333,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "fails that fit, which is recorded as an error")
     a = p.parse_args(argv)
     a.curve_sizes = [int(s) for s in str(a.curve_sizes).split(",")]
-    a.budgets = dict(BUDGETS_S)
+    a.budgets = dict(BUDGETS_S) | TABFLEX_VARIANT_BUDGETS_S
     a.timeouts = dict(FIT_TIMEOUT_S)
     for item in a.budget:
         name, _, secs = item.partition("=")
@@ -335,7 +341,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
-    a.variants = {}
+    a.variants = dict(TABFLEX_VARIANTS)  # issue 28's TabFlex settings, side by side with the defaults
     for item in a.variant:
         name, _, rest = item.partition("=")
         arch, _, kw = rest.partition(":")
