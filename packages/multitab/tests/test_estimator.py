@@ -37,7 +37,7 @@ def test_mixed_tasks_fit_predict_proba() -> None:
     assert pred.shape == (7, 3)
     assert set(pred[:, 0]) <= {"yes", "no"} and set(pred[:, 1]) <= {0, 1, 2}
     proba = est.predict_proba(Xo[:7])
-    assert proba[0].shape == (7, 2) and proba[1].shape == (7, 3) and proba[2] is None
+    assert len(proba) == 2 and proba[0].shape == (7, 2) and proba[1].shape == (7, 3)
     np.testing.assert_allclose(proba[1].sum(1), 1.0, rtol=1e-6)
     assert len(est.fit_result_.history) == est.n_epochs_ >= 1
     assert "val_mean" in est.fit_result_.history[0]
@@ -123,3 +123,32 @@ def test_eval_set_is_used_for_early_stopping() -> None:
     assert len(est.fit_result_.history) == 3 and "val_mean" in est.fit_result_.history[0]
     with pytest.raises(TabzooInputError, match="targets"):
         est.fit(X[:60], Y[:60], eval_set=(X[60:], Y[60:, :1]))
+
+
+def test_multi_output_api_shapes_as_sklearn() -> None:
+    """``predict`` gives one column per task; ``predict_proba`` one ``[n, C]`` array per
+    classification task (sklearn's MultiOutputClassifier convention), named by ``proba_tasks_``,
+    with columns in the order of that task's ``classes_``; the CLI writes one column per task and class."""
+    from tabzoo.cli.predict_cmd import _proba_columns
+
+    Xo, Y = _mixed()
+    names = ["churn", "tier", "spend"]
+    import pandas as pd
+
+    est = MultiTabEstimator(task_types=["binary", "multiclass", "regression"], **SMALL).fit(
+        Xo, pd.DataFrame(Y, columns=names))
+    pred = est.predict(Xo[:9])
+    assert pred.shape == (9, 3)
+    proba = est.predict_proba(Xo[:9])
+    assert isinstance(proba, list) and [p.shape for p in proba] == [(9, 2), (9, 3)]
+    assert est.proba_tasks_ == ["churn", "tier"]
+    assert est.classes_[2] is None
+    for p, cls, col in zip(proba, est.classes_[:2], pred.T[:2], strict=True):
+        np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-9)
+        assert list(np.asarray(cls)[p.argmax(1)]) == list(col)  # predict = the most probable class
+    assert sorted(_proba_columns(est, proba)) == ["proba_churn_no", "proba_churn_yes",
+                                                  "proba_tier_0", "proba_tier_1", "proba_tier_2"]
+    reg = MultiTabEstimator(task_types=["regression", "regression"], **SMALL).fit(Xo[:, :4].astype(float), Y[:, [2, 2]].astype(float))
+    assert reg.predict(Xo[:5, :4].astype(float)).shape == (5, 2) and not hasattr(reg, "predict_proba")
+    single = MultiTabEstimator(**SMALL).fit(Xo, Y[:, 0])
+    assert single.predict(Xo[:4]).shape == (4,) and single.predict_proba(Xo[:4]).shape == (4, 2)

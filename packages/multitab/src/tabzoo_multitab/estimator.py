@@ -286,27 +286,35 @@ class MultiTabEstimator(BaseEstimator):
         return outs
 
     @available_if(_has_classification)
-    def predict_proba(self, X: Any) -> list[np.ndarray | None] | np.ndarray:
-        """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks);
+    def predict_proba(self, X: Any) -> list[np.ndarray] | np.ndarray:
+        """Class probabilities, as scikit-learn's multi-output classifiers give them: a list with
+        one ``[n, n_classes]`` array per *classification* task, in task order (regression tasks have
+        none; :attr:`proba_tasks_` names the task of each array, and ``classes_[i]`` of task ``i`` its
+        columns);
         the array itself when fitted on a 1-d ``y``. Logits are divided by ``temperatures_``."""
-        probs: list[np.ndarray | None] = []
+        probs: list[np.ndarray] = []
         outs = self._outputs(X)
         temps = getattr(self, "temperatures_", [1.0] * len(self.tasks_))
         for t, o, temp in zip(self.tasks_, outs, temps, strict=True):
             o = o.astype(np.float64) / float(temp)
             if t.kind == "binary":
-                p1 = 1.0 / (1.0 + np.exp(-o[:, 0].astype(np.float64)))
+                p1 = 1.0 / (1.0 + np.exp(-o[:, 0]))
                 probs.append(np.stack([1 - p1, p1], 1))
             elif t.kind == "multiclass":
-                z = o.astype(np.float64) - o.max(1, keepdims=True)
-                e = np.exp(z)
+                e = np.exp(o - o.max(1, keepdims=True))
                 probs.append(e / e.sum(1, keepdims=True))
-            else:
-                probs.append(None)
-        return probs[0] if self.single_output_ and probs[0] is not None else probs
+        return probs[0] if self.single_output_ else probs
+
+    @property
+    def proba_tasks_(self) -> list[str]:
+        """Names of the classification tasks, in the order of :meth:`predict_proba`'s arrays."""
+        check_is_fitted(self, "model_")
+        return [t.name for t in self.tasks_ if t.kind != "regression"]
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predictions ``[n, t]`` (``[n]`` when fitted on 1-d ``y``): class labels, or values."""
+        """Predictions, one column per task: ``[n, t]`` (``[n]`` when fitted on a 1-d ``y``); class
+        labels for classification tasks, values for regression tasks. Columns of one dtype when
+        every task's labels share it (e.g. all float), else an object array."""
         check_is_fitted(self, "model_")
         cols = []
         for t, o, cls in zip(self.tasks_, self.predict_outputs(X), self.classes_, strict=True):
