@@ -34,6 +34,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "stl_twin": {},  # one MultiTab-Net per task
     "mlp_stl": dict(architecture="stl"),
     "mmoe": dict(architecture="mmoe"),
+    "ple": dict(architecture="ple"),
     "no_rows": dict(inter_sample=False),
     "mask_none": dict(mask="none"),
     "mask_both": dict(mask="both"),
@@ -47,6 +48,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bs64": dict(batch_size=64),
     "drop0": dict(dropout=0.0),
     "metric_stop": dict(early_stopping="metric"),
+    "single_token": dict(task_tokens="single", mask="F-/->T"),
+    "single_nomask": dict(task_tokens="single", mask="none"),
+    "cos": dict(schedule="cosine"),
+    "cos100": dict(schedule="cosine", max_epochs=100, patience=100),
+    "stl_twin_cos100": dict(schedule="cosine", max_epochs=100, patience=100),
+    "mlp_stl_cos100": dict(architecture="stl", schedule="cosine", max_epochs=100, patience=100),
+    "mmoe_cos100": dict(architecture="mmoe", schedule="cosine", max_epochs=100, patience=100),
 }
 SETTINGS = {"p0.6_t3_d3": dict(n_tasks=3, p=0.6, degrees=3), "p0.2_t3_d3": dict(n_tasks=3, p=0.2, degrees=3),
             "p0.6_t3_mixed": dict(n_tasks=3, p=0.6, degrees=[2, 3, 4]), "p1.0_t3_d3": dict(n_tasks=3, p=1.0, degrees=3),
@@ -61,7 +69,7 @@ def run(variant: str, setting: str, seed: int, args: argparse.Namespace) -> dict
     ys = [part.y.numpy().astype(np.float64) for part in (s.train, s.val, s.test)]
     kw = dict(BASE, **VARIANTS[variant], **json.loads(args.extra))
     t0 = time.perf_counter()
-    if variant == "stl_twin":
+    if variant.startswith("stl_twin"):
         scores, epochs = [], []
         for j in range(ys[0].shape[1]):
             est = MultiTabEstimator(random_state=seed, task_types=["regression"], **kw)

@@ -71,7 +71,7 @@ def test_unseen_category_at_predict_does_not_crash() -> None:
     assert est.encoder_.transform(Xq)[1][:2, 0].tolist() == [0, 0]
 
 
-@pytest.mark.parametrize("arch", ["stl", "shared_bottom", "mmoe"])
+@pytest.mark.parametrize("arch", ["stl", "shared_bottom", "mmoe", "ple"])
 def test_baseline_architectures(arch) -> None:
     Xo, Y = _mixed()
     est = MultiTabEstimator(architecture=arch, task_types=["binary", "multiclass", "regression"], **SMALL).fit(Xo, Y)
@@ -152,3 +152,25 @@ def test_multi_output_api_shapes_as_sklearn() -> None:
     assert reg.predict(Xo[:5, :4].astype(float)).shape == (5, 2) and not hasattr(reg, "predict_proba")
     single = MultiTabEstimator(**SMALL).fit(Xo, Y[:, 0])
     assert single.predict(Xo[:4]).shape == (4,) and single.predict_proba(Xo[:4]).shape == (4, 2)
+
+
+def test_cosine_schedule_decays_the_learning_rate_to_zero(monkeypatch) -> None:
+    """``schedule="cosine"``: the core loop gets a cosine from ``lr`` to 0 ending at the last step
+    of the ``max_epochs`` budget; ``"constant"`` keeps ``lr``."""
+    import tabzoo_multitab.training as training
+    from tabzoo.train.optim import flat_then_cosine
+
+    seen = []
+    real = training.fit
+    monkeypatch.setattr(training, "fit", lambda model, task, cfg, **kw: seen.append(cfg) or real(model, task, cfg, **kw))
+    Xo, Y = _mixed()
+    kinds = ["binary", "multiclass", "regression"]
+    MultiTabEstimator(task_types=kinds, schedule="cosine", **SMALL).fit(Xo, Y)
+    MultiTabEstimator(task_types=kinds, **SMALL).fit(Xo, Y)
+    n_train = len(Xo) - round(0.15 * len(Xo))
+    steps = SMALL["max_epochs"] * -(-n_train // SMALL["batch_size"])
+    assert (seen[0].schedule, seen[0].max_steps, seen[0].flat_fraction) == ("flat_cosine", steps, 0.0)
+    assert flat_then_cosine(0, steps, 0.0) == 1.0 and flat_then_cosine(steps, steps, 0.0) == pytest.approx(0.0)
+    assert seen[1].schedule == "constant"
+    with pytest.raises(TabzooInputError, match="schedule"):
+        MultiTabEstimator(task_types=kinds, schedule="linear", **SMALL).fit(Xo, Y)
