@@ -20,18 +20,22 @@ __all__ = ["proba_columns", "score_frame"]
 def proba_columns(est: Any, proba: Any) -> dict[str, np.ndarray]:
     """One named column per class (``proba_<class>``), and per task for a multi-output estimator
     (``proba_<task>_<class>``; sklearn's multi-output convention: ``predict_proba`` a list of
-    ``[n, C_t]`` arrays, ``classes_`` a list of class arrays, ``None`` for a regression task)."""
-    probas = list(proba) if isinstance(proba, (list, tuple)) else [proba]
+    ``[n, C_t]`` arrays, one per classification task; ``classes_`` a list of class arrays with
+    ``None`` for a regression task, which gets no column)."""
+    probas = [p for p in proba if p is not None] if isinstance(proba, (list, tuple)) else [proba]
     classes = est.classes_
-    sets = list(classes) if isinstance(classes, (list, tuple)) and all(np.ndim(c) == 1 for c in classes) else [classes]
+    tasks = [getattr(t, "name", str(i)) for i, t in enumerate(getattr(est, "tasks_", range(len(classes))))]
+    if isinstance(classes, (list, tuple)) and all(c is None or np.ndim(c) == 1 for c in classes):
+        # a regression task of a mixed multi-output estimator has no classes and no probabilities
+        tasks = [t for t, c in zip(tasks, classes, strict=False) if c is not None]
+        sets = [c for c in classes if c is not None]
+    else:
+        sets = [classes]
     if len(sets) != len(probas):
         raise TabzooInputError(f"{type(est).__name__}.predict_proba gave {len(probas)} arrays for {len(sets)} class "
                                "sets in classes_; the estimator breaks sklearn's multi-output convention.")
-    tasks = [getattr(t, "name", str(i)) for i, t in enumerate(getattr(est, "tasks_", range(len(sets))))]
     out: dict[str, np.ndarray] = {}
     for task, p, cls in zip(tasks, probas, sets, strict=False):
-        if p is None:
-            continue
         p = np.asarray(p)
         if p.ndim != 2 or p.shape[1] != len(cls):
             raise TabzooInputError(f"{type(est).__name__}.predict_proba gave shape {p.shape} for {len(cls)} classes "
