@@ -172,13 +172,8 @@ class StructuralAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, struct: dict[str, Any], impl: str = "gather") -> torch.Tensor:
         """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
-        bsz, length, d = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        dh = d // self.h
-        if impl == "masked":
-            o = self._masked(q, k, v, struct)
-        else:
-            o = self._gather(q, k, v, struct)
+        o = self._masked(q, k, v, struct) if impl == "masked" else self._gather(q, k, v, struct)
         return self.out(o)
 
     def _gather(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
