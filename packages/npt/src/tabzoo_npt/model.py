@@ -37,7 +37,37 @@ from torch import nn
 
 from tabzoo_npt.config import PRESETS, NPTConfig
 
-__all__ = ["NPTConfig", "NPT", "build", "PRESETS"]
+__all__ = ["NPTConfig", "NPT", "build", "PRESETS", "MAX_ROW_WIDTH", "MIN_DIM", "row_dim"]
+
+#: default cap on the ABD row width ``d * e`` (the paper's Breast Cancer model: 31 attributes x
+#: e = 32 = 992, "e = 32 due to memory constraints", appendix C.1.2)
+MAX_ROW_WIDTH = 1024
+#: the smallest per-attribute width the cap may shrink ``e`` to
+MIN_DIM = 4
+
+
+def row_dim(n_attributes: int, dim: int, max_row_width: int | None = MAX_ROW_WIDTH) -> int:
+    """Per-attribute width ``e`` for ``n_attributes`` columns: ``dim``, lowered so that the ABD
+    row width ``n_attributes * e`` stays within ``max_row_width`` (``None`` = no cap).
+
+    ABD attention mixes whole rows of ``d * e`` values, so its parameters grow with
+    ``(d * e)**2``. With the row width capped, only the per-attribute embeddings, heads and the
+    ABA layers grow with ``d``: the parameter count grows linearly with the column count, as the
+    paper does by hand when it lowers ``e`` on its widest small table. ``e`` never goes below
+    :data:`MIN_DIM`, so ``max_row_width // MIN_DIM`` columns (256 by default) is NPT's width limit.
+
+    :raises TabzooInputError: more columns than the cap holds at ``e = MIN_DIM``.
+    """
+    if max_row_width is None or n_attributes * dim <= max_row_width:
+        return dim
+    e = max_row_width // n_attributes
+    if e < MIN_DIM:
+        raise TabzooInputError(
+            f"{n_attributes} columns (features + targets) exceed NPT's width limit of {max_row_width // MIN_DIM} "
+            f"columns (max_row_width={max_row_width}, at least {MIN_DIM} dimensions per column); select or "
+            "compress features (e.g. PCA) first, or raise max_row_width (memory grows with its square)."
+        )
+    return e
 
 
 def build(config: dict[str, Any]) -> NPT:
