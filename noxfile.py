@@ -32,6 +32,7 @@ INTEGRATION_TESTS = {
     "core": [
         "packages/core/tests/test_train.py::test_trains_on_the_real_scm_prior",
         "packages/core/tests/test_plugin_isolation.py::test_cli_conformance_tabflex_beside_the_evil_distribution",
+        "packages/core/tests/test_fuzz_every_estimator.py",  # every plugin estimator (skips with the core alone)
     ],
     "tabflex": ["packages/tabflex/tests/test_pretraining.py"],
     "orion-msp": ["packages/orion-msp/tests/test_pretraining.py::test_prior_draws_the_widest_tables"],
@@ -96,8 +97,9 @@ def integration(session: nox.Session) -> None:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """The fuzz tests with a thorough budget (CI runs them with 8 examples each in the core tests):
-    bad command lines, files and estimator inputs; TABZOO_FUZZ_EXAMPLES sets the budget."""
-    _sync(session, "--package=tabzoo-core", "--group=test")
+    bad command lines, files and estimator inputs (every plugin's estimators too, so every package is
+    installed); TABZOO_FUZZ_EXAMPLES sets the budget."""
+    _sync(session, "--all-packages", "--group=dev")
     env = {"HYPOTHESIS_PROFILE": "dev", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages/core/tests").glob("test_fuzz_*.py"))
