@@ -114,11 +114,16 @@ def resolve_fine_tune(value: Any) -> FineTune | None:
 
 
 def _canonical_order(x: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
-    """Positions of the rows sorted by a seeded projection of their content and label (row-order free)."""
+    """Positions of the rows in a seeded random order that depends on their content and labels only.
+
+    The rows are sorted by a seeded projection of their content and label (so the order of the training
+    rows does not matter), then shuffled by a seeded permutation (a slice of the sorted order would be an
+    extreme region of the feature space, not a random sample).
+    """
     rng = np.random.default_rng([int(seed), 31337])
     xs = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     key = xs @ rng.standard_normal(xs.shape[1]) + np.asarray(y, dtype=np.float64) * np.pi
-    return np.argsort(key, kind="stable")
+    return np.argsort(key, kind="stable")[rng.permutation(key.size)]
 
 
 def _split(order: np.ndarray, y: np.ndarray, cfg: FineTune) -> tuple[np.ndarray, np.ndarray]:
