@@ -239,7 +239,7 @@ class FineTuneMixin:
             return self._skip("too few rows per class for an inner validation split")
         original = self.model_  # type: ignore[has-type]
         cache = getattr(self, "context_cache_", None)
-        self.context_cache_ = None  # the weights change: no cached context state while tuning
+        self.context_cache_: dict[str, Any] | None = None  # the weights change: no cached state while tuning
         try:
             baseline = self._fine_tune_loss(train_rows, val_rows)
             self.model_ = copy.deepcopy(original)  # never the shipped weights
