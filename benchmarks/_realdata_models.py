@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Runner", "discover_tabzoo", "peer_runners", "PEER_SETTINGS", "NPT_SETTINGS", "NPT_TRAIN_CAP",
-           "NPT_FIT_TIMEOUT_S", "NPT_BUDGET_S"]
+__all__ = ["Runner", "discover_tabzoo", "peer_runners", "PEER_SETTINGS", "TABFLEX_VARIANTS", "NPT_SETTINGS",
+           "NPT_TRAIN_CAP", "NPT_FIT_TIMEOUT_S", "NPT_BUDGET_S"]
 
 #: the settings of every peer, reported in the JSON (library defaults unless named here)
 PEER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -157,6 +157,21 @@ def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, 
         merged = {**settings.get(arch, {}), **kwargs}
         out.append(_tabzoo_runner(name, cls, base.task, merged, base.first_split_only))
     return out
+
+
+# -- issue 28: TabFlex checkpoints and fine-tuning (runners named in --models, or run by default) ------
+#: fine-tuning as measured: the core's FineTune defaults (Adam 3e-4, clip 1, 512 context + 256 query rows per
+#: episode, inner validation split of 20% deciding early stopping and whether the tuned weights are kept)
+TABFLEX_FINE_TUNE: dict[str, Any] = {"steps": 100, "progress": False}
+#: name -> (architecture, estimator kwargs); compared with the plain ``tabflex`` runner (its defaults)
+TABFLEX_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tabflex-small": ("tabflex", {"checkpoint": "tabflex-small"}),
+    "tabflex-icl": ("tabflex", {"checkpoint": "tabflex-icl"}),
+    "tabflex-ft": ("tabflex", {"checkpoint": "tabflex-small", "fine_tune": TABFLEX_FINE_TUNE}),
+    "tabflex-icl-ft": ("tabflex", {"checkpoint": "tabflex-icl", "fine_tune": TABFLEX_FINE_TUNE}),
+}
+#: main-table seconds per fine-tuned runner (checked before each fit; a stated cap)
+TABFLEX_VARIANT_BUDGETS_S = {"tabflex-ft": 900.0, "tabflex-icl-ft": 900.0}
 
 
 # -- NPT (issue 25) -------------------------------------------------------------------------------

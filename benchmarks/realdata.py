@@ -46,6 +46,8 @@ from _realdata_models import (  # noqa: E402
     NPT_FIT_TIMEOUT_S,
     NPT_SETTINGS,
     NPT_TRAIN_CAP,
+    TABFLEX_VARIANT_BUDGETS_S,
+    TABFLEX_VARIANTS,
     discover_tabzoo,
     peer_runners,
     variant_runners,
@@ -335,7 +337,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "fails that fit, which is recorded as an error")
     a = p.parse_args(argv)
     a.curve_sizes = [int(s) for s in str(a.curve_sizes).split(",")]
-    a.budgets = dict(BUDGETS_S)
+    a.budgets = dict(BUDGETS_S) | TABFLEX_VARIANT_BUDGETS_S
     a.timeouts = dict(FIT_TIMEOUT_S)
     for item in a.budget:
         name, _, secs = item.partition("=")
@@ -343,7 +345,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
-    a.variants = {}
+    a.variants = dict(TABFLEX_VARIANTS)  # issue 28's TabFlex settings, side by side with the defaults
     for item in a.variant:
         name, _, rest = item.partition("=")
         arch, _, kw = rest.partition(":")
