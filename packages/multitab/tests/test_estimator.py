@@ -131,7 +131,7 @@ def test_multi_output_api_shapes_as_sklearn() -> None:
     """``predict`` gives one column per task; ``predict_proba`` one ``[n, C]`` array per
     classification task (sklearn's MultiOutputClassifier convention), named by ``proba_tasks_``,
     with columns in the order of that task's ``classes_``; the CLI writes one column per task and class."""
-    from tabzoo.cli.predict_cmd import _proba_columns
+    from tabzoo.batch import proba_columns as _proba_columns
 
     Xo, Y = _mixed()
     names = ["churn", "tier", "spend"]

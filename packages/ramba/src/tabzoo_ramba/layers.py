@@ -52,13 +52,26 @@ class _Direction(nn.Module):
             self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1
         self.dt_rank, self.d_state = dt_rank, d_state
 
+    def causal_conv(self, x: torch.Tensor, reverse: bool) -> torch.Tensor:
+        """The depthwise conv of ``self.conv`` along L, causal in scan order: ``x [B, L, E]`` ->
+        ``[B, L, E]``; ``out[t] = bias + sum_k w[k] x[t -+ (K-1-k)]`` (``-`` forward, ``+`` reverse).
+
+        Equal to ``conv(x.transpose(1, 2))[..., :L]`` (flipped around it for ``reverse``) up to
+        float rounding, as K shifted multiply-adds on the token-major layout (no transposes, no
+        flips; torch's depthwise conv1d is slow on CPU).
+        """
+        length, k = x.shape[1], self.conv.kernel_size[0]
+        w = self.conv.weight[:, 0, :]  # [E, K]
+        xp = F.pad(x, (0, 0, 0, k - 1) if reverse else (0, 0, k - 1, 0))
+        out = self.conv.bias.expand_as(x)
+        for i in range(k):
+            start = k - 1 - i if reverse else i
+            out = torch.addcmul(out, xp[:, start:start + length], w[:, i])
+        return out
+
     def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool) -> torch.Tensor:
         """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]`` -> ``[B, L, E]``."""
-        length = x.shape[1]
-        xc = x.flip(1) if reverse else x
-        xc = self.conv(xc.transpose(1, 2))[..., :length].transpose(1, 2)
-        xc = xc.flip(1) if reverse else xc
-        xc = F.silu(xc) * (gate > 0).to(x.dtype)
+        xc = F.silu(self.causal_conv(x, reverse)) * (gate > 0).to(x.dtype)
         dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt)) * gate
         return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
@@ -99,9 +112,11 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
 
     :param row: ``[B, L]`` batch-global row id per token (-1 for SEP and padding).
     :param edges: ``[E, 2]`` (child row, parent row).
-    :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad) and
+    :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad),
         ``rel_keys [R, Mmax]`` flat token ids of the cells of each row's FK neighbours (both
-        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first).
+        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first), ``pairs`` and
+        ``tok_slot [B*L]``: the position of each token in ``row_tok.reshape(-1)`` (``R*Kmax``
+        for SEP and padding), so a per-slot result is put back in token order by one gather.
     """
     flat = row.reshape(-1)
     dev = flat.device
@@ -113,7 +128,10 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     starts = torch.cumsum(counts, 0) - counts
     kmax = int(counts.max()) if n_rows else 0
     row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
-    row_tok[r, torch.arange(len(r), device=dev) - starts[r]] = idx
+    slot_in_row = torch.arange(len(r), device=dev) - starts[r]
+    row_tok[r, slot_in_row] = idx
+    tok_slot = torch.full((flat.numel(),), n_rows * row_tok.shape[1], dtype=torch.long, device=dev)
+    tok_slot[idx] = r * row_tok.shape[1] + slot_in_row
     if edges.numel():
         pairs = torch.unique(torch.cat([edges, edges.flip(1)], 0), dim=0)  # sorted by (a, b)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -129,7 +147,7 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     total = int(cnt.sum())
     if total == 0:
         return {"row_tok": row_tok, "rel_keys": torch.full((n_rows, 1), -1, dtype=torch.long, device=dev),
-                "pairs": pairs}
+                "pairs": pairs, "tok_slot": tok_slot}
     pid = torch.repeat_interleave(torch.arange(len(a), device=dev), cnt)
     within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
     key_tok = row_tok[b[pid], within]
@@ -138,7 +156,7 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
     rel_keys = torch.full((n_rows, int(oc.max())), -1, dtype=torch.long, device=dev)
     rel_keys[owner, slot] = key_tok
-    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs}
+    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs, "tok_slot": tok_slot}
 
 
 class StructuralAttention(nn.Module):
@@ -154,25 +172,27 @@ class StructuralAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, struct: dict[str, Any], impl: str = "gather") -> torch.Tensor:
         """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
-        bsz, length, d = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        dh = d // self.h
-        if impl == "masked":
-            o = self._masked(q, k, v, struct)
-        else:
-            qf, kf, vf = (t.reshape(bsz * length, self.h, dh) for t in (q, k, v))
-            row_tok = struct["row_tok"]
-            keys = row_tok if self.kind == "intra" else struct["rel_keys"]
-            qi, ki = row_tok.clamp(min=0), keys.clamp(min=0)
-            qq = qf[qi].transpose(1, 2)  # [R, H, Kmax, dh]
-            kk, vv = kf[ki].transpose(1, 2), vf[ki].transpose(1, 2)
-            allowed = (keys >= 0)[:, None, None, :]
-            oo = masked_attention(qq, kk, vv, allowed).transpose(1, 2)  # [R, Kmax, H, dh]
-            o = torch.zeros(bsz * length, self.h, dh, dtype=x.dtype, device=x.device)
-            valid = row_tok >= 0
-            o = o.index_put((row_tok[valid],), oo[valid])
-            o = o.reshape(bsz, length, d)
+        o = self._masked(q, k, v, struct) if impl == "masked" else self._gather(q, k, v, struct)
         return self.out(o)
+
+    def _gather(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
+        """Each row's queries against its allowed keys, packed ``[R, H, K, dh]`` by index_select,
+        put back in token order by one gather (``tok_slot``); SEP and padding get 0."""
+        bsz, length, d = q.shape
+        dh = d // self.h
+        row_tok = struct["row_tok"]
+        keys = row_tok if self.kind == "intra" else struct["rel_keys"]
+        n_rows, kq = row_tok.shape
+        qi, ki = row_tok.clamp(min=0).reshape(-1), keys.clamp(min=0).reshape(-1)
+
+        def pick(t: torch.Tensor, idx: torch.Tensor, width: int) -> torch.Tensor:  # -> [R, H, width, dh]
+            return t.reshape(bsz * length, self.h, dh).index_select(0, idx).view(n_rows, width, self.h, dh).transpose(1, 2)
+
+        allowed = (keys >= 0)[:, None, None, :]
+        oo = masked_attention(pick(q, qi, kq), pick(k, ki, keys.shape[1]), pick(v, ki, keys.shape[1]), allowed)
+        oo = torch.cat([oo.transpose(1, 2).reshape(n_rows * kq, d), oo.new_zeros(1, d)])
+        return oo.index_select(0, struct["tok_slot"]).view(bsz, length, d)
 
     def _masked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
         from tabzoo.masks import edges as edge_mask
