@@ -181,10 +181,11 @@ def _slope(ns: list[int], ys: list[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(xs, ls, strict=True)) / sum((a - mx) ** 2 for a in xs)
 
 
-def _timed(fn: Any, repeats: int) -> tuple[float, float]:
-    """Best wall and best CPU (this thread) seconds of ``repeats`` calls after one warm-up. CPU
-    time is the steadier figure on a shared machine: it leaves out the time other processes ran."""
-    fn()
+def _timed(fn: Any, repeats: int, warmup: int = 1) -> tuple[float, float]:
+    """Best wall and best CPU (this thread) seconds of ``repeats`` calls after ``warmup`` calls.
+    CPU time is the steadier figure on a shared machine: it leaves out the time others ran."""
+    for _ in range(warmup):
+        fn()
     wall, cpu = float("inf"), float("inf")
     for _ in range(repeats):
         w, c = time.perf_counter(), time.thread_time()
@@ -215,13 +216,14 @@ def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
         for name, (model, fn) in calls.items():  # side by side, same length, same load
             big = name == "dense" and length >= 8192
             with torch.no_grad():
-                rec[f"{name}_s"], rec[f"{name}_cpu_s"] = _timed(fn, repeats=1 if big else 3)
+                rec[f"{name}_s"], rec[f"{name}_cpu_s"] = _timed(fn, repeats=1 if big else 3, warmup=0 if big else 1)
                 tracker = LiveBytes()
                 with tracker:
                     fn()
                 rec[f"{name}_peak_bytes"] = float(tracker.peak)
             step = lambda m=model, f=fn: _fwd_bwd(m, f)  # noqa: E731
-            rec[f"{name}_fwdbwd_s"], rec[f"{name}_fwdbwd_cpu_s"] = _timed(step, repeats=1 if big else 2)
+            rec[f"{name}_fwdbwd_s"], rec[f"{name}_fwdbwd_cpu_s"] = _timed(step, repeats=1 if big else 2,
+                                                                           warmup=0 if big else 1)
             tracker = LiveBytes()
             with tracker:
                 step()
@@ -242,7 +244,7 @@ def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
         "slopes": {k: _slope(ns, [r[k] for r in rows]) for k in keys},
         "ratio_at_max_L": {k: rows[-1][k] for k in ratios},
         "min_ratio": {k: min(r[k] for r in rows) for k in ratios},
-        "timing_method": "best of 3 (dense at L >= 8192: 1) after a warm-up, wall (perf_counter) and this thread's "
+        "timing_method": "best of 3 (fwdbwd: 2) after a warm-up (dense at L >= 8192: one call, no warm-up), wall (perf_counter) and this thread's "
                          "CPU time (thread_time); forward under no_grad, fwdbwd = forward + sum().backward()",
         "memory_method": "LiveBytes (peak of live tensor storages created in the call)",
     }
