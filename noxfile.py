@@ -106,6 +106,15 @@ def fuzz(session: nox.Session) -> None:
 
 
 @nox.session
+def ray(session: nox.Session) -> None:
+    """The Ray path of tabzoo.batch (``tabzoo-core[ray]``) with a local ``ray.init(num_cpus=2)``. Not in
+    the default sessions (ray is a large install); run it on purpose: ``uv run nox -s ray``."""
+    _sync(session, "--package=tabzoo-core", "--group=test", "--extra=ray")
+    session.run("python", "-m", "pytest", "packages/core/tests/test_batch_ray.py", "-q", "-p", "no:cacheprovider",
+                "-rs", *session.posargs, env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over every package, the benchmarks, the examples and the root tests; then the import
     contracts of .importlinter (the core's floors, no circles, plugins independent), read from the

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 from tabzoo.checkpoint import load_checkpoint, load_model, save_checkpoint
+from tabzoo.checkpoint.validate import meta_digest
 from tabzoo.errors import CheckpointError
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGKILL are POSIX")
@@ -184,6 +185,7 @@ def test_estimator_load_refuses_a_model_of_another_architecture(tmp_path: Path) 
     meta_path = stem.with_name(stem.name + ".model.json")
     meta = json.loads(meta_path.read_text())
     meta["architecture"] = "someone_else"
+    meta["digest"] = meta_digest(meta)  # a consistent JSON of another architecture, not an edit
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="holds architecture 'someone_else'.*not 'icl_test'"):
         ICLTestClassifier.load(stem)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tabzoo.testing import saved
 
 pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-npt[sklearn])")
 
@@ -52,15 +53,12 @@ def reference_outputs() -> dict[str, np.ndarray]:
 
 
 def test_fits_reproduce_the_saved_outputs() -> None:
-    saved = np.load(REFERENCE)
-    got = reference_outputs()
-    assert sorted(saved.files) == sorted(got)
-    for name, value in got.items():
-        # exact on the machine that wrote them; a few ulps of slack for other CPUs' float kernels
-        np.testing.assert_allclose(value, saved[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    # bitwise on the machine that wrote them; rtol 1e-5 / atol 1e-6 for other CPUs' float kernels
+    saved.assert_all_reproduced(REFERENCE, reference_outputs(), atol=1e-6)
 
 
 if __name__ == "__main__":
     torch.use_deterministic_algorithms(True)
-    np.savez(REFERENCE, **reference_outputs())
+    outputs = reference_outputs()
+    saved.write(REFERENCE, {}, sorted(outputs), outputs.__getitem__)
     print(f"wrote {REFERENCE}")

@@ -34,7 +34,7 @@ from tabzoo.estimators.sk import (
 from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
-from tabzoo_npt.model import NPT, PRESETS, NPTConfig
+from tabzoo_npt.model import MAX_ROW_WIDTH, NPT, PRESETS, NPTConfig, row_dim
 from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
 from tabzoo_npt.train import TrainConfig, fit_npt
 
@@ -61,14 +61,18 @@ class _NPTBase(BaseEstimator):
         ``ceil(n / context_size)`` disjoint seeded partitions whose logits are averaged, with a
         warning (:mod:`tabzoo_npt.predict`). Nothing is sampled.
     :param mode: ``"inductive"`` (default), ``"semi_supervised"`` or ``"transductive"``.
+    :param max_row_width: cap on the ABD row width ``columns * dim`` (1,024; ``None`` = no cap):
+        on wider tables ``dim`` is lowered to ``max_row_width // columns`` (at least 4), so the
+        parameter count grows linearly with the column count; above ``max_row_width // 4``
+        columns (256) ``fit`` refuses with the fix (:func:`tabzoo_npt.model.row_dim`).
     :param progress: tqdm progress bar during fit.
 
     Memory: ``fit`` estimates its peak (parameters, gradients and Adam state, the attention and
     feed-forward activations of a training batch and of a prediction chunk) from the table's shape
     before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
-    and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). The
-    parameters grow with the square of the column count (ABD attention mixes whole rows of
-    ``columns * dim`` values): that check is NPT's width limit.
+    and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). ABD
+    attention mixes whole rows of ``columns * dim`` values, so without ``max_row_width`` the
+    parameters grow with the square of the column count.
     """
 
     _n_targets = 1
@@ -78,8 +82,10 @@ class _NPTBase(BaseEstimator):
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
                  p_target: float = 0.15, validation_fraction: float = 0.1, eval_every: int = 25,
                  patience: int = 6, context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
-                 progress: bool = False, random_state: int = 0, device: str = "cpu") -> None:
+                 max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False, random_state: int = 0,
+                 device: str = "cpu") -> None:
         self.preset, self.dim, self.n_layers, self.n_heads, self.dropout = preset, dim, n_layers, n_heads, dropout
+        self.max_row_width = max_row_width
         self.steps, self.lr, self.flat_fraction, self.batch_size = steps, lr, flat_fraction, batch_size
         self.p_feature, self.p_target, self.validation_fraction = p_feature, p_target, validation_fraction
         self.eval_every, self.patience, self.context_size, self.chunk_size = eval_every, patience, context_size, chunk_size
@@ -99,6 +105,7 @@ class _NPTBase(BaseEstimator):
         cfg = dict(PRESETS[self.preset])
         cfg.update({k: v for k, v in (("dim", self.dim), ("n_layers", self.n_layers), ("n_heads", self.n_heads),
                                       ("dropout", self.dropout)) if v is not None})
+        cfg["dim"] = row_dim(len(cardinalities), int(cfg["dim"]), self.max_row_width)
         heads = int(cfg["n_heads"])
         while (len(cardinalities) * int(cfg["dim"])) % heads:
             heads -= 1
@@ -107,9 +114,8 @@ class _NPTBase(BaseEstimator):
 
     def _check_memory(self, cardinalities: tuple[int, ...], n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
-        (:mod:`tabzoo.estimators.memory`). NPT's ABD attention mixes whole rows of
-        ``cells * dim`` values, so its parameters grow with the square of the cell count: this
-        check is its width limit (about 300 features fit in 8 GB with the "small" preset)."""
+        (:mod:`tabzoo.estimators.memory`). The row-width cap bounds the parameters; the
+        activations grow with rows x columns x dim and the attention maps with rows squared."""
         cfg = self._config(cardinalities)
         params = parameter_count(lambda: NPT(cfg))
         c, e, layers, heads = len(cardinalities), cfg.dim, cfg.n_layers, cfg.n_heads
@@ -120,8 +126,8 @@ class _NPTBase(BaseEstimator):
         batch = min(int(self.batch_size), n_rows)
         query = min(int(self.context_size), n_rows) + int(self.chunk_size)
         peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(query)))
-        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (NPT's parameters grow with the "
-                     "square of the column count), a smaller dim, batch_size, context_size or chunk_size",
+        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features, a smaller dim or max_row_width "
+                     "(NPT's parameters grow with the square of the row width), batch_size, context_size or chunk_size",
                      device=resolve_device(self.device),
                      detail=f"{params:,} parameters for {c} columns x dim {e}; batch {batch} rows")
 
@@ -203,7 +209,7 @@ class _NPTBase(BaseEstimator):
 
     def _check_params(self) -> None:
         """Every numeric argument and the device, before anything is built."""
-        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every",
+        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every", "max_row_width",
                                          "patience", "context_size", "chunk_size"),
                      positive=("lr",), fraction=("dropout", "validation_fraction"),
                      unit=("flat_fraction", "p_feature", "p_target"))
@@ -311,12 +317,13 @@ class NPTImputer(TransformerMixin, _NPTBase):
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
-                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256, progress: bool = False,
+                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256,
+                 max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False,
                  random_state: int = 0, device: str = "cpu") -> None:
         super().__init__(preset=preset, dim=dim, n_layers=n_layers, n_heads=n_heads, dropout=dropout, steps=steps,
                          lr=lr, flat_fraction=flat_fraction, batch_size=batch_size, p_feature=p_feature,
                          validation_fraction=0.0, context_size=context_size, chunk_size=chunk_size,
-                         progress=progress, random_state=random_state, device=device)
+                         max_row_width=max_row_width, progress=progress, random_state=random_state, device=device)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

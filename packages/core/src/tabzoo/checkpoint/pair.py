@@ -22,6 +22,13 @@ rename). Any other mismatch is refused with :class:`~tabzoo.errors.CheckpointErr
 
 The JSON's ``format`` is ``tabzoo-checkpoint/<version>``; a file of a newer version, or whose
 ``architecture`` is not the one asked for, is refused with a message that says what to do.
+
+Integrity (:mod:`tabzoo.checkpoint.validate`): since format 2 the JSON carries ``digest``, one
+SHA-256 over all of its content including the weights' SHA-256, so an edited config is refused
+like corrupt weights. Format 1 files (no digest) are still read. For both, the config is checked
+against limits and :func:`load_model` checks the model's memory before it builds it; a format 1
+config is first built on the meta device, and one whose shapes differ from the weights is refused
+before anything is allocated.
 """
 
 
@@ -50,10 +57,13 @@ from tabzoo.checkpoint.io import (
     tensors_to_bytes,
     unflatten_state,
 )
+from tabzoo.checkpoint.validate import DIGEST, check_build, check_config, check_digest, meta_digest
 from tabzoo.errors import CheckpointError, TabzooError
 
-FORMAT = "tabzoo-checkpoint/1"
+FORMAT = "tabzoo-checkpoint/2"
 STATE_FORMAT = "tabzoo-state/1"
+_READS = {FORMAT: True, "tabzoo-checkpoint/1": False, STATE_FORMAT: False}
+"""Formats read, and whether their JSON must carry a ``digest`` (format 1 predates it)."""
 
 __all__ = ["FORMAT", "STATE_FORMAT", "Checkpoint", "load_checkpoint", "load_model", "load_state", "load_weights",
            "package_of", "save_checkpoint", "save_state"]
@@ -144,6 +154,7 @@ def _write_pair(path: str | Path, tensors: Mapping[str, torch.Tensor], meta: dic
     weights, meta_path = _paths(path)
     data = tensors_to_bytes(tensors)
     meta = {**meta, "sha256": sha256(data), "n_tensors": len(tensors)}
+    meta[DIGEST] = meta_digest(meta)
     text = json.dumps(meta, indent=2, sort_keys=True).encode("utf-8")
     weights.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(weights.parent, exclusive=True):
@@ -167,7 +178,8 @@ _FORMAT_RE = re.compile(r"^(tabzoo-(?:checkpoint|state))/(\d+)$")
 
 def _check_format(meta: dict[str, Any], meta_path: Path, expected_format: str) -> None:
     found = meta.get("format")
-    if found == expected_format:
+    if isinstance(found, str) and found in _READS and found.split("/")[0] == expected_format.split("/")[0]:
+        check_digest(meta, meta_path, required=_READS[found])
         return
     want = _FORMAT_RE.match(expected_format)
     got = _FORMAT_RE.match(found) if isinstance(found, str) else None
@@ -264,10 +276,15 @@ def save_checkpoint(
     return _write_pair(path, tensors, meta)
 
 
+def _read_checkpoint(path: str | Path) -> Checkpoint:
+    tensors, meta = _read_pair(path, FORMAT)
+    check_config(meta.get("config", {}), f"checkpoint {path}")
+    return Checkpoint(tensors=tensors, meta=meta)
+
+
 @functools.lru_cache(maxsize=8)
 def _read_cached(stem: str, mtime: float) -> Checkpoint:
-    tensors, meta = _read_pair(stem, FORMAT)
-    return Checkpoint(tensors=tensors, meta=meta)
+    return _read_checkpoint(stem)
 
 
 def load_checkpoint(path: str | Path, *, architecture: str | None = None, cached: bool = False) -> Checkpoint:
@@ -286,7 +303,7 @@ def load_checkpoint(path: str | Path, *, architecture: str | None = None, cached
             mtime = -1.0  # _read_pair raises the message that says what is missing
         ckpt = _read_cached(str(meta_path.with_suffix("")), mtime)
     else:
-        ckpt = Checkpoint(*_read_pair(path, FORMAT))
+        ckpt = _read_checkpoint(path)
     _check_architecture(ckpt.meta, path, architecture)
     return ckpt
 
@@ -302,17 +319,20 @@ def load_model(
     :param architecture: the architecture the checkpoint must hold; by default, when ``build``
         is given, the built model's ``architecture`` attribute (if it has one) is compared.
     :param cached: read the file once per path and JSON mtime (:func:`load_checkpoint`).
+    :raises CheckpointError: also when the config builds other shapes than the stored weights
+        (checked on the meta device, before the real build allocates).
+    :raises MemoryLimitError: the built model would exceed the memory limit.
     """
     ckpt = load_checkpoint(path, architecture=architecture, cached=cached)
     if build is None:
         from tabzoo.plugins import get_architecture
 
-        model = get_architecture(ckpt.architecture).build(ckpt.config)
-    else:
-        model = build(ckpt.config)
-        own = getattr(model, "architecture", None)
-        if architecture is None and isinstance(own, str):
-            _check_architecture(ckpt.meta, path, own)
+        build = get_architecture(ckpt.architecture).build
+    check_build(build, ckpt.config, ckpt.tensors, str(path), verified=DIGEST in ckpt.meta)
+    model = build(ckpt.config)
+    own = getattr(model, "architecture", None)
+    if architecture is None and isinstance(own, str):
+        _check_architecture(ckpt.meta, path, own)
     if strict:
         load_weights(model, ckpt.tensors, what=f"checkpoint {path}",
                      target=f"architecture {ckpt.architecture!r} with its config",
@@ -329,7 +349,10 @@ def load_weights(model: torch.nn.Module, tensors: Mapping[str, torch.Tensor], *,
     Raises ``error`` (default :class:`CheckpointError`) as ``"<what> does not fit <target>: missing
     keys [...], unexpected keys [...]. <fix>"``, listing at most 8 keys of each.
     """
-    missing, unexpected = model.load_state_dict(dict(tensors), strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(dict(tensors), strict=False)
+    except RuntimeError as exc:  # shapes differ ("size mismatch for ...")
+        raise error(f"{what} does not fit {target}: {' '.join(str(exc).split())[:600].rstrip('.')}. {fix}") from exc
     if missing or unexpected:
         raise error(f"{what} does not fit {target}: missing keys {list(missing)[:8]}, "
                     f"unexpected keys {list(unexpected)[:8]}. {fix}")

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
 def collect() -> dict[str, Any]:
     """Plugin records as JSON-able data: the stable schema behind ``tabzoo plugins --json``.
 
-    ``{"core_version", "plugins": [record + architectures/priors/kind], "conflicts":
+    ``{"core_version", "plugins": [record + architectures/priors/commands/kind], "conflicts":
     [{"kind", "name", "distributions": [{"name", "distribution", "version"}], "message"}]}``.
     """
     from tabzoo import __version__
@@ -40,6 +40,7 @@ def collect() -> dict[str, Any]:
             {"name": n, "kind": reg.items["priors"][n].obj.kind}
             for n in rec.provides.get("priors", []) if n in reg.items["priors"]
         ]
+        item["commands"] = [n for n in rec.provides.get("commands", []) if n in reg.items["commands"]]
         kinds = sorted(k for k, v in rec.provides.items() if v)
         item["kind"] = ",".join(kinds) if kinds else None
         out.append(item)
@@ -73,6 +74,7 @@ def _status(item: dict[str, Any]) -> str:
         named = f" {first['name']!r}" if first["name"] else ""
         return f"PARTLY LOADED: {label}{named}: {first['error']}{more}"
     shown = caps + [f"prior {p['name']} ({p['kind']})" for p in item["priors"]]
+    shown += [f"command `tabzoo {c}`" for c in item.get("commands", [])]
     return ", ".join(shown) or "ok"
 
 
