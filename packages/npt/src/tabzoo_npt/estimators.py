@@ -18,7 +18,6 @@ import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.base import resolve_device
-from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.estimators.scaling import standardize_targets, unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -31,6 +30,7 @@ from tabzoo.estimators.sk import (
     classification_labels,
     require_y,
 )
+from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
@@ -133,7 +133,7 @@ class _NPTBase(BaseEstimator):
 
     def _check_memory(self, cardinalities: tuple[int, ...], n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
-        (:mod:`tabzoo.estimators.memory`). The row-width cap bounds the parameters; the
+        (:mod:`tabzoo.kernels.memory`). The row-width cap bounds the parameters; the
         activations grow with rows x columns x dim and the attention maps with rows squared."""
         cfg = self._config(cardinalities)
         params = parameter_count(lambda: NPT(cfg))
