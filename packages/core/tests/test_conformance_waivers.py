@@ -45,3 +45,19 @@ def test_a_waiver_needs_a_reason_and_a_known_check() -> None:
         _case(waivers={cap.KERNEL_EQUIVALENCE: "gpu"})
     with pytest.raises(TabzooInputError, match="waivers"):
         _case(waivers={"speed": "it is a fine and long enough reason"})
+
+
+def test_the_fresh_process_locator_matches_name_and_plugin_not_closure_identity(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kit_models.broken import icl_case
+    from tabzoo.testing.checks import fresh
+
+    def build() -> ConformanceCase:
+        return replace(icl_case("closures", context_repr=None), factory=None)  # new closures at each call
+
+    registered = build()
+    monkeypatch.setattr(fresh, "_registered", lambda name, plugin=None: [("my-plugin", registered)])
+    again = build()
+    assert again.make_model is not registered.make_model
+    assert fresh.locate(again) == {"name": "closures", "plugin": "my-plugin"}
+    assert fresh.locate(replace(again, config={"d": 99})) is None  # another case of the same name

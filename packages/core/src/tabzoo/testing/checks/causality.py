@@ -56,9 +56,9 @@ def changed(values: np.ndarray, ctype: str, rows: np.ndarray, rng: np.random.Gen
     if ctype == "datetime":
         v = values.astype("datetime64[s]")
         ok = v[~np.isnat(v)]
-        spread = (ok.max() - ok.min()) if ok.size > 1 else np.timedelta64(86400, "s")
+        span = (ok.max() - ok.min()) if ok.size > 1 else np.timedelta64(86400, "s")
         out = v.copy()
-        out[rows] = v[rows] + max(spread, SECOND)
+        out[rows] = v[rows] + max(span, SECOND)
         return out
     out = values.astype(object)
     if ctype == "categorical":

@@ -323,8 +323,8 @@ def check_label_leak(case: ConformanceCase, *, seed: int = 0, max_examples: int 
         nc = spec["sizes"]["n_context"]
         y2 = y.clone()
         y2[:, nc:] = other_labels(sized(case, spec), y[:, nc:], spec["data_seed"])
-        for t in regression_tasks(sized(case, spec)):  # regression labels move by about 1000
-            col = (..., t) if case.tasks else (...,)
+        for task in regression_tasks(sized(case, spec)):  # regression labels move by about 1000
+            col = (..., task) if case.tasks else (...,)
             y2[:, nc:][col] = y[:, nc:][col] + 1000.0 * (y2[:, nc:][col] - y[:, nc:][col])
         q1, c1 = fresh_rows(case, spec, x, y, nc)
         q2, c2 = fresh_rows(case, spec, x, y2, nc)
