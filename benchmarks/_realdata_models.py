@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Runner", "discover_tabzoo", "peer_runners", "PEER_SETTINGS"]
+__all__ = ["Runner", "discover_tabzoo", "peer_runners", "PEER_SETTINGS", "TABFLEX_VARIANTS", "NPT_SETTINGS",
+           "NPT_TRAIN_CAP", "NPT_FIT_TIMEOUT_S", "NPT_BUDGET_S"]
 
 #: the settings of every peer, reported in the JSON (library defaults unless named here)
 PEER_SETTINGS: dict[str, dict[str, Any]] = {
@@ -156,6 +157,37 @@ def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, 
         merged = {**settings.get(arch, {}), **kwargs}
         out.append(_tabzoo_runner(name, cls, base.task, merged, base.first_split_only))
     return out
+
+
+# -- issue 28: TabFlex checkpoints and fine-tuning (runners named in --models, or run by default) ------
+#: fine-tuning as measured: the core's FineTune defaults (Adam lr 1e-3, clip 1, 512 context + 256 query rows per
+#: episode, 100 steps, inner validation split of 20% deciding early stopping and whether the tuned weights are kept)
+TABFLEX_FINE_TUNE: dict[str, Any] = {"steps": 100, "lr": 1e-3, "progress": False}
+#: name -> (architecture, estimator kwargs); compared with the plain ``tabflex`` runner (its defaults)
+TABFLEX_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tabflex-small": ("tabflex", {"checkpoint": "tabflex-small"}),
+    "tabflex-icl": ("tabflex", {"checkpoint": "tabflex-icl"}),
+    "tabflex-ft": ("tabflex", {"checkpoint": "tabflex-small", "fine_tune": TABFLEX_FINE_TUNE}),
+    "tabflex-icl-ft": ("tabflex", {"checkpoint": "tabflex-icl", "fine_tune": TABFLEX_FINE_TUNE}),
+}
+#: main-table seconds per fine-tuned runner (checked before each fit; a stated cap)
+TABFLEX_VARIANT_BUDGETS_S = {"tabflex-ft": 900.0, "tabflex-icl-ft": 900.0}
+
+
+# -- NPT (issue 25) -------------------------------------------------------------------------------
+#: NPT is trained per table (the other tabzoo models are pretrained), on the suite's shared CPU.
+#: Its estimator defaults otherwise (p_target 0.5, LAMB + Lookahead, flat-then-cosine, the
+#: annealed feature/target trade-off, early stopping on a 10% validation split); the budget is
+#: cut for the 2 shared cores: the "tiny" architecture (e = 8, 4 layers) with the paper's dropout
+#: 0.1 and 150 full-batch steps, i.e. 150 epochs (the paper: e = 128, 8 layers, 2,000-10,000
+#: epochs on its small tables, on a GPU).
+NPT_SETTINGS: dict[str, Any] = {"preset": "tiny", "dropout": 0.1, "steps": 150, "batch_size": 512,
+                                "p_target": 0.5, "validation_fraction": 0.1, "eval_every": 15, "patience": 4}
+#: training rows NPT reads per table (pass ``--train-cap`` of the same value to give the peers the same rows)
+NPT_TRAIN_CAP = 500
+#: hard cap of one NPT fit+predict and its total budget on the main table (seconds, loaded machine)
+NPT_FIT_TIMEOUT_S = 900.0
+NPT_BUDGET_S = 5400.0
 
 
 # -- peers ---------------------------------------------------------------------------------------

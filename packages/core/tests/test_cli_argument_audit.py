@@ -108,7 +108,7 @@ def test_paths_that_are_unreadable(work: Path, capsys: pytest.CaptureFixture[str
 
 @pytest.mark.parametrize(("argv", "path"), [
     ([*PREDICT[:3], "--train", "missing.csv", *PREDICT[5:]], "missing.csv"),
-    ([*PREDICT[:5], "--test", "folder", *PREDICT[7:]], "folder"),
+    ([*PREDICT[:5], "--test", "missing.csv", *PREDICT[7:]], "missing.csv"),  # (a folder is streamed)
     ([*PREDICT, "--checkpoint", "missing"], "missing"),
     ([*PRETRAIN, "--config", "@missing.json"], "missing.json"),
     ([*PRETRAIN, "--config", "@folder"], "folder"),

@@ -1,8 +1,9 @@
 """``tabzoo demo``: finds every installed plugin's demo, prints the table, writes a report folder.
 
-The plugins here are throwaway distributions with real entry points: one names its demo in
-``ArchitectureSpec.demo``, one ships ``<package>.demo`` by convention, one is an in-context
-classifier without a demo (the default demo runs its estimator), and one has a demo that raises.
+The plugins here are throwaway distributions with real entry points: one registers its demo
+through the ``tabzoo_register_demos`` hook, one is a ``ModelPlugin`` object naming its demo module,
+one is an in-context classifier without a demo (the default demo runs its estimator), and one has
+a demo that raises.
 """
 
 from __future__ import annotations
@@ -33,44 +34,41 @@ def {fn}(*, seed=0, quick=True):
     ]
 '''
 
-EXPLICIT = '''
-from tabzoo.plugins import hookimpl, ArchitectureSpec
+HOOKS = '''
+from tabzoo.plugins import hookimpl, ArchitectureSpec, DemoSpec
 
 @hookimpl
 def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other",
-                              demo="tz_demo_a:my_demo"))
-''' + ROWS.format(fn="my_demo", model="toy_a (fine-tuned)")
-
-BROKEN = '''
-from tabzoo.plugins import hookimpl, ArchitectureSpec
+    register(ArchitectureSpec(name="{arch}", build=lambda c: None, kind="other"))
 
 @hookimpl
-def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_c", build=lambda c: None, kind="other", demo="tz_demo_c:run_demo"))
+def tabzoo_register_demos(register):
+    register(DemoSpec("{arch}", {demo}))
+'''
+EXPLICIT = HOOKS.format(arch="toy_a", demo="'tz_demo_a:my_demo'") + ROWS.format(fn="my_demo", model="toy_a (fine-tuned)")
 
+BROKEN = HOOKS.format(arch="toy_c", demo="run_demo") + '''
 def run_demo(*, seed=0, quick=True):
     raise RuntimeError("this demo is broken on purpose")
 '''
 
 
 def _package_dist(root: Path) -> None:
-    """``tz_demo_b`` as a package: ``plugin.py`` registers ``toy_b``; ``demo.py`` is found by convention."""
+    """``tz_demo_b`` as a package: ``plugin.py`` declares a ``ModelPlugin`` with ``toy_b`` and its demo."""
     pkg = root / "tz_demo_b"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "plugin.py").write_text(textwrap.dedent('''
-        from tabzoo.plugins import hookimpl, ArchitectureSpec
+        from tabzoo.plugins import ArchitectureSpec, ModelPlugin
 
-        @hookimpl
-        def tabzoo_register_architectures(register):
-            register(ArchitectureSpec(name="toy_b", build=lambda c: None, kind="multitask"))
+        plugin = ModelPlugin(ArchitectureSpec(name="toy_b", build=lambda c: None, kind="multitask"),
+                             demo="tz_demo_b.demo:run_demo")
     '''))
     (pkg / "demo.py").write_text(textwrap.dedent(ROWS.format(fn="run_demo", model="TOY-B net")))
     info = root / "tz_demo_b-2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tz-demo-b\nVersion: 2.0\n")
-    (info / "entry_points.txt").write_text("[tabzoo]\ntzb = tz_demo_b.plugin\n")
+    (info / "entry_points.txt").write_text("[tabzoo]\ntzb = tz_demo_b.plugin:plugin\n")
 
 
 @pytest.fixture
@@ -109,8 +107,8 @@ def test_demo_runs_every_plugins_demo_and_writes_the_report(site: Path, capsys: 
     data = json.loads((folder / "results.json").read_text())
     by_plugin = {p["plugin"]: p for p in data["plugins"]}
     assert set(by_plugin) == {"tza", "tzb", "tzicltest"}
-    assert by_plugin["tza"]["demo"] == "tz_demo_a:my_demo"           # ArchitectureSpec.demo
-    assert by_plugin["tzb"]["demo"] == "tz_demo_b.demo:run_demo"      # by convention
+    assert by_plugin["tza"]["demo"] == "tz_demo_a:my_demo"           # the tabzoo_register_demos hook
+    assert by_plugin["tzb"]["demo"] == "tz_demo_b.demo:run_demo"      # ModelPlugin(demo=...)
     assert by_plugin["tzicltest"]["demo"] == "default:icl_test"       # the default demo
     roles = {(p, r["model"]): r["baseline"] for p, item in by_plugin.items() for r in item["rows"]}
     assert roles[("tza", "toy_a (fine-tuned)")] is False and roles[("tzb", "TOY-B net")] is False
@@ -187,13 +185,7 @@ def test_the_last_line_lists_only_written_files(site: Path, monkeypatch: pytest.
     assert last.endswith("(report.md, results.json)") and "PNG" not in last
 
 
-IMPOSTOR = """
-from tabzoo.plugins import hookimpl, ArchitectureSpec
-
-@hookimpl
-def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other", demo="tz_impostor:run_demo"))
-
+IMPOSTOR = HOOKS.format(arch="toy_a", demo="'tz_impostor:run_demo'") + """
 def run_demo(*, seed=0, quick=True):
     return []
 """
@@ -230,3 +222,26 @@ def test_demo_without_models_says_what_to_install(site: Path, monkeypatch: pytes
     assert main(["demo", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["plugins"] == [] and "pip install tabzoo-tabflex" in data["message"]
+
+
+def test_a_demo_module_that_is_not_registered_is_not_run(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One extension mechanism: a demo is registered through the hook, never looked up by module name."""
+    from tabzoo.cli._demo import discover
+
+    pkg = site / "tz_demo_d"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text(textwrap.dedent('''
+        from tabzoo.plugins import ArchitectureSpec, ModelPlugin
+
+        plugin = ModelPlugin(ArchitectureSpec(name="toy_d", build=lambda c: None, kind="other"))
+    '''))
+    (pkg / "demo.py").write_text(textwrap.dedent(ROWS.format(fn="run_demo", model="toy_d")))
+    info = site / "tz_demo_d-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tz-demo-d\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[tabzoo]\ntzd = tz_demo_d.plugin:plugin\n")
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tzd")
+    reset_registry()
+    entries, models = discover()
+    assert models == {"tzd": ["toy_d"]} and entries == []

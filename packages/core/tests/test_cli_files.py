@@ -113,7 +113,10 @@ def test_predict_on_a_full_disk_keeps_the_old_out(csvs: tuple[Path, Path], monke
     out.write_text("old\n")
 
     def full(self: pd.DataFrame, path: object, **kw: object) -> None:
-        Path(str(path)).write_text("partial")
+        if hasattr(path, "write"):  # predictions are appended batch by batch to an open file
+            path.write("partial")
+        else:
+            Path(str(path)).write_text("partial")
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", full)

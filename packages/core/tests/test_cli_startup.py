@@ -58,7 +58,56 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(
 def test_a_plugin_command_that_is_not_installed_names_the_install_command(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "_plugin_commands", lambda sub, wanted: None)  # as without tabzoo-ramba
+    monkeypatch.setattr(cli, "_installed", lambda dist: False)
     assert cli.main(["ramba", "--steps", "1"]) == 2
     err = capsys.readouterr().err
     assert "tabzoo-ramba, which is not installed" in err and "uv build --package tabzoo-ramba" in err
     assert "invalid choice" not in err
+
+
+def test_an_installed_plugin_command_that_did_not_load_says_where_to_look(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "_plugin_commands", lambda sub, wanted: None)  # registered nothing
+    monkeypatch.setattr(cli, "_installed", lambda dist: True)
+    assert cli.main(["ramba", "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "installed but did not load" in err and "tabzoo plugins" in err
+
+
+def test_help_lists_installed_plugin_commands_without_loading_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "_installed", lambda dist: True)
+    monkeypatch.setattr(cli, "_plugin_commands", lambda sub, wanted: pytest.fail("help loaded a plugin command"))
+    assert "from tabzoo-ramba" in cli.build_parser(["--help"]).format_help()
+
+
+COMMAND_PLUGIN = """
+import argparse
+from tabzoo.plugins import ArchitectureSpec, CommandSpec, ModelPlugin
+
+def add_parser(sub):
+    p = sub.add_parser("toycmd", help="a toy command")
+    p.add_argument("--n", type=int, default=1)
+    p.set_defaults(func=lambda args: 40 + args.n)
+
+plugin = ModelPlugin(ArchitectureSpec(name="toy_cmd_arch", build=lambda c: None, kind="other"),
+                     commands=[CommandSpec("toycmd", add_parser, help="a toy command")])
+"""
+
+
+def test_a_plugin_command_is_registered_through_the_hook(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from _fake_dists import make_dist
+    from tabzoo.plugins import reset_registry
+
+    root = Path(str(tmp_path))
+    make_dist(root, "tz-cmd", "tzcmd", "tz_cmd_plugin", COMMAND_PLUGIN)
+    info = next(root.glob("tz_cmd*.dist-info"))
+    (info / "entry_points.txt").write_text("[tabzoo]\ntzcmd = tz_cmd_plugin:plugin\n")
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tzcmd")
+    reset_registry()
+    try:
+        assert cli.main(["toycmd", "--n", "2"]) == 42
+    finally:
+        reset_registry()

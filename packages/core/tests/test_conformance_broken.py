@@ -78,6 +78,9 @@ def test_every_check_has_a_broken_model() -> None:
     caught = {c for _, _, c in BROKEN} | {cap.KERNEL_EQUIVALENCE, cap.LINEAR_IN_FEATURES, cap.LINEAR_IN_SEQUENCE,
                                           cap.BATCH_INDEPENDENCE}  # the last: test_conformance_v2
     caught |= set(BROKEN_V3)  # kit v3's gallery: test_conformance_v3
+    from kit_models.broken_multitask import BROKEN_MULTITASK
+
+    caught |= set(BROKEN_MULTITASK)  # the multitask protocol's gallery: test_conformance_multitask
     assert caught == set(CHECKS)
 
 

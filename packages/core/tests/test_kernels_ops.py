@@ -276,3 +276,24 @@ def test_selective_scan_validation() -> None:
         K.selective_scan(**{**good, "D": torch.ones(5)})
     with pytest.raises(TabzooInputError, match="floating"):
         K.selective_scan(**{**good, "B": good["B"].long()})
+
+
+@SETTINGS
+@given(b=st.integers(1, 2), length=st.integers(1, 90), d=st.integers(1, 4), n=st.integers(1, 5),
+       block=st.integers(1, 300), seed=st.integers(0, 10_000), reverse=st.booleans(), with_d=st.booleans())
+def test_chunked_scan_over_many_blocks_matches_reference(b, length, d, n, block, seed, reverse, with_d) -> None:
+    """Small blocks (so the state is carried block to block, forward and backward) give the
+    reference's outputs and gradients."""
+    from tabzoo.kernels import scan_chunked
+
+    inputs = _scan_inputs(b, length, d, n, torch.float32, seed, with_d)
+    saved = scan_chunked.BLOCK_ELEMENTS
+    scan_chunked.BLOCK_ELEMENTS = block
+    try:
+        got, got_grads = _run(K.selective_scan, "chunked", True, **inputs, reverse=reverse)
+    finally:
+        scan_chunked.BLOCK_ELEMENTS = saved
+    ref, ref_grads = _run(K.selective_scan, "reference", True, **inputs, reverse=reverse)
+    _close(got, ref, torch.float32, "output")
+    for name, grad in ref_grads.items():
+        _close(got_grads[name], grad, torch.float32, f"grad {name}")

@@ -84,6 +84,17 @@ def test_early_stopping_restores_the_best_weights_and_counts_patience() -> None:
     assert res.val_losses[0] == (5, 3.0)
 
 
+def test_min_steps_holds_the_early_stop_but_keeps_the_best_weights() -> None:
+    scores = iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+    cfg = FitConfig(max_steps=40, eval_every=5, patience=2, min_steps=30, lr=1e-2)
+    res = fit(_model(), LinearTask(), cfg, validate=lambda m: next(scores))
+    # patience 2 is exhausted at step 15, but no stop before step 30; the best stays step 5
+    assert res.stopped_early and res.steps == 30 and res.best_step == 5
+    held = fit(_model(), LinearTask(), FitConfig(max_steps=40, eval_every=5, patience=2, lr=1e-2),
+               validate=lambda m: 1.0 + m[0].weight.abs().sum().item() * 0)
+    assert held.stopped_early and held.steps == 15
+
+
 def test_step_validation_every_k_steps_and_at_the_last_step() -> None:
     res = fit(_model(), LinearTask(), FitConfig(max_steps=12, eval_every=5), validate=lambda m: 1.0)
     assert [s for s, _ in res.val_losses] == [5, 10, 12]

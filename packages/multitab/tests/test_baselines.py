@@ -1,15 +1,15 @@
-"""STL, shared-bottom and MMoE: shapes, independence of the STL towers, no row mixing."""
+"""STL, shared-bottom, MMoE and PLE: shapes, independence of the STL towers, no row mixing."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from tabzoo_multitab import MMoE, SharedBottom, SingleTaskMLP
+from tabzoo_multitab import PLE, MMoE, SharedBottom, SingleTaskMLP
 
 TASKS = (("b", "binary", 2), ("m", "multiclass", 4), ("r", "regression", 0))
 
 
-@pytest.mark.parametrize("cls", [SingleTaskMLP, SharedBottom, MMoE])
+@pytest.mark.parametrize("cls", [SingleTaskMLP, SharedBottom, MMoE, PLE])
 def test_shapes_and_row_independence(cls) -> None:
     torch.manual_seed(0)
     model = cls(3, (5,), TASKS, d_embed=4, hidden=(16, 8), dropout=0.0).eval()
@@ -47,3 +47,23 @@ def test_mmoe_gates_are_per_task() -> None:
             p.add_(1.0)
         b = model(x)
     torch.testing.assert_close(b[:, 0], a)
+
+
+def test_ple_task_experts_are_private() -> None:
+    """Task k's gate mixes the shared experts and task k's own: changing task 1's experts never
+    moves task 0's output, changing a shared expert may move both."""
+    torch.manual_seed(0)
+    model = PLE(3, (), TASKS, d_embed=4, hidden=(16, 8), n_shared=2, n_specific=2, dropout=0.0)
+    assert len(model.shared) == 2 and [len(s) for s in model.specific] == [2, 2, 2]
+    x = torch.randn(5, 3)
+    with torch.no_grad():
+        a = model(x)
+        for p in model.specific[1].parameters():
+            p.add_(1.0)
+        b = model(x)
+        for p in model.shared[0].parameters():
+            p.add_(1.0)
+        c = model(x)
+    torch.testing.assert_close(b[:, 0], a[:, 0])
+    assert not torch.allclose(b[:, 1:5], a[:, 1:5])
+    assert not torch.allclose(c[:, 0], b[:, 0])

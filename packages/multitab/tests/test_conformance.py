@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 from tabzoo.testing import parametrize_with_checks
-from tabzoo_multitab.conformance import make_case, make_model, rows_forward
+from tabzoo_multitab.conformance import (
+    make_case,
+    make_model,
+    make_sized,
+    multitask_forward,
+    rows_forward,
+)
 
 
 @parametrize_with_checks([make_case()], max_examples=5)
@@ -45,3 +51,30 @@ def test_rows_forward_query_rows_read_context_and_themselves() -> None:
     with torch.no_grad():
         c = rows_forward(model, x3, y, q)
     assert (c[0, 5] - a[0, 5]).abs().max() > 1e-6
+
+
+def test_multitask_case_searches_up_to_four_tasks_and_64_features(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabzoo.testing.checks.sizes import PROFILE_ENV, largest_spec
+
+    assert make_case().protocol == "multitask" and make_case().tasks == (2, 3, 0)
+    monkeypatch.setenv(PROFILE_ENV, "thorough")
+    sizes = largest_spec(make_case(), 0)["sizes"]
+    assert len(sizes["tasks"]) == 4 and max(sizes["tasks"]) >= 12 and sizes["n_features"] == 64
+    model = make_sized(0, {"n_features": 64, "tasks": sizes["tasks"]})
+    assert [t.n_classes for t in model.cfg.tasks] == sizes["tasks"] and model.cfg.n_num == 64
+
+
+def test_multitask_forward_splits_rows_by_all_tasks_masked() -> None:
+    model = make_model(0)
+    x, y = torch.randn(1, 6, 4), torch.zeros(1, 6, 3)
+    q = torch.zeros(1, 6, 3, dtype=torch.bool)
+    q[0, 4:] = True  # rows 4, 5: queries
+    q[0, 1, 0] = True  # row 1: one task missing, still a context row
+    with torch.no_grad():
+        a = multitask_forward(model, x, y, q)
+        b = rows_forward(model, x, y[..., 0], q.all(-1))
+    torch.testing.assert_close(a, b)
+    y2 = y.clone()
+    y2[0, 0, 1] = 3.0  # class 3 of a 3-class task
+    with pytest.raises(Exception, match="classes 0..2"):
+        multitask_forward(model, x, y2, q)

@@ -167,3 +167,19 @@ def test_config_round_trip() -> None:
     assert again == cfg
     with pytest.raises(TabzooInputError, match="known keys"):
         MultiTabConfig.from_dict({**cfg.to_dict(), "width": 3})
+
+
+def test_single_shared_task_token_feeds_every_head() -> None:
+    """The paper's Table 2 ablation: one shared task token; a T-/->T mask has nothing to mask there."""
+    model = _model(task_tokens="single", mask="F-/->T")
+    x_num, x_cat = _inputs(1, 4)
+    assert model.task_tokens.shape == (1, 8)
+    assert model.encode(x_num, x_cat).shape == (1, 4, 5 + 1, 8)
+    with torch.no_grad():
+        out = model(x_num, x_cat)
+    assert out.shape == (1, 4, 1 + 3 + 1)
+    assert MultiTabConfig.from_dict(model.cfg.to_dict()) == model.cfg
+    with pytest.raises(TabzooInputError, match="single shared task"):
+        _model(task_tokens="single")
+    with pytest.raises(TabzooInputError, match="task_tokens"):
+        _model(task_tokens="two")

@@ -59,13 +59,39 @@ def test_a_missing_cuda_device_is_refused() -> None:
 
 def test_ten_thousand_features_are_refused_at_once_with_the_estimate() -> None:
     # before: NPT's parameters grow with the square of the column count, and 10,000 features
-    # tried to allocate ~25 TiB (a raw RuntimeError after a long wait)
+    # tried to allocate ~25 TiB (a raw RuntimeError after a long wait). Without the row-width cap
+    # the memory estimate refuses them; with it (the default) the width limit does, naming the fix.
     from tabzoo.errors import MemoryLimitError
 
     X = np.random.default_rng(0).normal(size=(30, 10_000)).astype(np.float32)
     with pytest.raises(MemoryLimitError, match=r"would need about [0-9.]+ TiB .*parameters for 10001 columns.*"
                                                r"Use fewer features.*TABZOO_MEMORY_LIMIT"):
+        NPTRegressor(**FAST, max_row_width=None).fit(X, X[:, 0])
+    with pytest.raises(TabzooInputError, match=r"10001 columns .* exceed NPT's width limit of 256 columns.*PCA"):
         NPTRegressor(**FAST).fit(X, X[:, 0])
+
+
+def test_parameters_grow_linearly_with_the_column_count() -> None:
+    """The row-width cap: 2x the columns never more than doubles the parameters (the uncapped ABD
+    layers grow 4x), 200 features stay far below the ~2.7 GB they took before, and widths up
+    to the limit builds."""
+    from tabzoo.kernels.memory import parameter_count
+    from tabzoo_npt.model import NPT, row_dim
+
+    est = NPTRegressor(preset="small")
+
+    def params(columns: int, cap: int | None = 1024) -> int:
+        est.max_row_width = cap
+        cfg = est._config((0,) * columns)
+        assert columns * cfg.dim <= (cap or columns * cfg.dim)
+        return parameter_count(lambda: NPT(cfg))
+
+    counts = {c: params(c) for c in (16, 32, 64, 128, 256)}
+    for c in (32, 64, 128):
+        assert counts[2 * c] <= 2 * counts[c]
+    assert params(64, None) > 3.5 * params(32, None)  # uncapped: quadratic
+    assert params(201) * 4 < 100e6  # 200 features + target: 65 MB of float32 weights (2.7 GB uncapped)
+    assert row_dim(256, 32) == 4 and row_dim(10, 32) == 32 and row_dim(100, 32, None) == 32
 
 
 def test_the_memory_limit_is_checked_before_allocating(monkeypatch) -> None:

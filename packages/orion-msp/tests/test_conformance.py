@@ -51,3 +51,15 @@ def test_checkpoint_config_round_trip(tmp_path) -> None:
     y = torch.tensor([[0.0, 1, 2, 0, 1, 2]])
     with torch.no_grad():
         torch.testing.assert_close(again(x, y), model(x, y))
+
+
+def test_a_fresh_process_finds_the_registered_case_by_name_and_plugin_without_factory() -> None:
+    from dataclasses import replace
+
+    from tabzoo.testing.checks.fresh import fresh_process_probe, locate
+
+    case = replace(make_case(), factory=None)  # new closures at every make_case() call
+    where = locate(case)
+    assert where is not None and where["name"] == "orion-msp" and where.get("plugin")
+    probe, how = fresh_process_probe(case, 0, 0)
+    assert probe is not None, how

@@ -160,3 +160,17 @@ def test_config_validation() -> None:
     with pytest.raises(TabzooInputError, match="divisible"):
         make_config({"d_model": 30, "n_heads": 4})
     assert make_config({"preset": "paper"}).n_layers == 12
+
+
+@given(seed=st.integers(0, 1000), length=st.integers(1, 9), reverse=st.booleans())
+def test_causal_conv_equals_torch_conv1d(seed: int, length: int, reverse: bool) -> None:
+    """The shifted multiply-add conv equals nn.Conv1d on the (flipped) channel-major layout."""
+    torch.manual_seed(seed)
+    ssm = GatedBiSSM(8, 4, 4, 2, 16, 8)
+    x = torch.randn(2, length, 16)
+    d = ssm.bwd if reverse else ssm.fwd
+    with torch.no_grad():
+        xs = x.flip(1) if reverse else x
+        ref = d.conv(xs.transpose(1, 2))[..., :length].transpose(1, 2)
+        ref = ref.flip(1) if reverse else ref
+        torch.testing.assert_close(d.causal_conv(x, reverse), ref, rtol=1e-5, atol=1e-6)

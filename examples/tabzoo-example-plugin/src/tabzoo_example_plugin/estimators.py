@@ -9,6 +9,8 @@ plugin's default config (a pretrained model would load its checkpoint here with
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 from tabzoo.estimators import InContextClassifier
 
@@ -18,6 +20,6 @@ class KNNAttentionEstimator(InContextClassifier):
 
     def _load_model(self) -> torch.nn.Module:
         from tabzoo_example_plugin.model import KNNAttentionClassifier
-        from tabzoo_example_plugin.plugin import DEFAULT_CONFIG
+        from tabzoo_example_plugin.plugin import KNNConfig
 
-        return KNNAttentionClassifier(**DEFAULT_CONFIG)
+        return KNNAttentionClassifier(**asdict(KNNConfig()))

@@ -9,6 +9,7 @@ probabilities are the attention-weighted average of the one-hot context labels: 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from tabzoo.errors import TabzooInputError
@@ -89,3 +90,8 @@ class KNNAttentionClassifier(nn.Module):
         v = nn.functional.one_hot(y_context.long(), width).to(q.dtype).unsqueeze(1)  # [B, 1, Nc, width]
         probs = masked_attention(q, k, v, scale=1.0 / self.temperature).squeeze(1)[..., : self.max_classes]
         return torch.log(probs.clamp_min(1e-6))
+
+
+def build(config: dict[str, Any]) -> KNNAttentionClassifier:
+    """The plugin's ``build``: the model from its config dict (:class:`~tabzoo_example_plugin.plugin.KNNConfig`)."""
+    return KNNAttentionClassifier(**config)

@@ -56,10 +56,10 @@ class TinyICL(nn.Module):
         super().__init__()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.embed = nn.Linear(MAX_FEATURES, D)
-            self.labels = nn.Embedding(MAX_CLASSES, D)
+            self.embed = nn.Linear(self.max_features, D)
+            self.labels = nn.Embedding(self.max_classes, D)
             self.qkv = nn.Linear(D, 3 * D)
-            self.head = nn.Linear(D, MAX_CLASSES)
+            self.head = nn.Linear(D, self.max_classes)
         self.validate = validate
 
     def encode(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
@@ -69,7 +69,7 @@ class TinyICL(nn.Module):
         nc = y_context.shape[1]
         x = nn.functional.pad(x, (0, self.max_features - x.shape[2]))
         h = self.embed(x)
-        h = torch.cat([h[:, :nc] + self.labels(y_context.long().clamp(0, MAX_CLASSES - 1)), h[:, nc:]], dim=1)
+        h = torch.cat([h[:, :nc] + self.labels(y_context.long().clamp(0, self.max_classes - 1)), h[:, nc:]], dim=1)
         return h + self.mix(h, nc)
 
     def mix(self, h: torch.Tensor, nc: int) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """tabzoo-multitab: MultiTab-Net (papers/001), a multitask transformer for tables, with its
-multitask masked attention, inter-sample attention, MLP baselines (STL, shared-bottom, MMoE)
+multitask masked attention, inter-sample attention, MLP baselines (STL, shared-bottom, MMoE, PLE)
 and the multitask gain Δm.
 
 The estimator (``MultiTabEstimator``) needs the ``sklearn`` extra and is imported lazily.
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabzoo_multitab.baselines import MMoE, SharedBottom, SingleTaskMLP
+from tabzoo_multitab.baselines import PLE, MMoE, SharedBottom, SingleTaskMLP
 from tabzoo_multitab.config import MASK_MODES, MultiTabConfig, TaskSpec
 from tabzoo_multitab.losses import multitask_loss, task_losses
 from tabzoo_multitab.metrics import delta_m, explained_variance, roc_auc, task_metric
 from tabzoo_multitab.model import MultiTabNet
 
 __all__ = [
-    "MASK_MODES", "MMoE", "MultiTabConfig", "MultiTabEstimator", "MultiTabNet", "SharedBottom",
+    "MASK_MODES", "MMoE", "PLE", "MultiTabConfig", "MultiTabEstimator", "MultiTabNet", "SharedBottom",
     "SingleTaskMLP", "TaskSpec", "delta_m", "explained_variance", "multitask_loss", "roc_auc",
     "task_losses", "task_metric",
 ]

@@ -5,6 +5,8 @@
   per-parameter update) training them together equals training them apart, step for step.
 * :class:`SharedBottom` (MTL, Caruana 1997): one shared embedding + MLP, one tower per task.
 * :class:`MMoE` (Ma et al. 2018): shared experts, one softmax gate and one tower per task.
+* :class:`PLE` (Tang et al. 2020): shared experts plus experts owned by each task; each task's
+  gate mixes the shared experts and its own (one extraction layer, i.e. CGC).
 
 Every model maps ``x_num [..., F_num]``, ``x_cat [..., F_cat]`` to ``[..., sum(n_out)]``;
 rows never interact.
@@ -22,7 +24,7 @@ from torch import nn
 from tabzoo_multitab.config import TaskSpec, parse_tasks
 from tabzoo_multitab.embedding import FeatureEmbedding
 
-__all__ = ["SingleTaskMLP", "SharedBottom", "MMoE", "mlp", "BASELINES"]
+__all__ = ["SingleTaskMLP", "SharedBottom", "MMoE", "PLE", "mlp", "BASELINES"]
 
 
 def mlp(d_in: int, hidden: Sequence[int], dropout: float) -> nn.Sequential:
@@ -107,4 +109,37 @@ class MMoE(_RowModel):
         return torch.cat(outs, -1)
 
 
-BASELINES: dict[str, type[_RowModel]] = {"stl": SingleTaskMLP, "shared_bottom": SharedBottom, "mmoe": MMoE}
+class PLE(_RowModel):
+    """Progressive layered extraction, one extraction layer (CGC): task ``k``'s input to its tower is
+    ``sum_i softmax(G_k x)_i E_i(x)`` over the shared experts and task ``k``'s own experts.
+
+    :param n_shared: shared experts; :param n_specific: experts per task. The defaults keep the
+        total near MMoE's 8 experts for 2-3 tasks (paper appendix: 8 experts); experts have MMoE's widths.
+    """
+
+    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], tasks: Sequence[Any], d_embed: int = 16,
+                 hidden: Sequence[int] = (256, 128), n_shared: int = 4, n_specific: int = 2, tower_hidden: int = 64,
+                 dropout: float = 0.1) -> None:
+        super().__init__()
+        self.tasks = parse_tasks(tasks)
+        self.embed = FeatureEmbedding(n_num, cat_cardinalities, d_embed)
+        d_in = (n_num + len(cat_cardinalities)) * d_embed
+        width = [max(8, h // 2) for h in hidden]
+        self.shared = nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n_shared))
+        self.specific = nn.ModuleList(nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n_specific))
+                                      for _ in self.tasks)
+        self.gates = nn.ModuleList(nn.Linear(d_in, n_shared + n_specific) for _ in self.tasks)
+        self.towers = nn.ModuleList(MLPHead(width[-1], tower_hidden, t.n_out, activation="relu") for t in self.tasks)
+
+    def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.embed(x_num, x_cat).flatten(-2)
+        shared = [e(x) for e in self.shared]
+        outs = []
+        for own, gate, tower in zip(self.specific, self.gates, self.towers, strict=True):
+            experts = torch.stack(shared + [e(x) for e in own], dim=-2)  # [..., n_shared + n_specific, w]
+            w = torch.softmax(gate(x), dim=-1).unsqueeze(-1)
+            outs.append(tower((w * experts).sum(-2)))
+        return torch.cat(outs, -1)
+
+
+BASELINES: dict[str, type[_RowModel]] = {"stl": SingleTaskMLP, "shared_bottom": SharedBottom, "mmoe": MMoE, "ple": PLE}

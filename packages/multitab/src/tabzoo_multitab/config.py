@@ -8,11 +8,13 @@ from typing import Any
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["TASK_KINDS", "MASK_MODES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
+__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
 
 TASK_KINDS = ("binary", "multiclass", "regression")
 #: inter-feature mask modes: the paper's T↛T (default), F↛T, both, and no mask
 MASK_MODES = ("T-/->T", "F-/->T", "both", "none")
+#: one task token per task (the paper's design) or one shared token
+TOKEN_MODES = ("multi", "single")
 _MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
                  "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
 
@@ -78,6 +80,9 @@ class MultiTabConfig:
     :param inter_sample: whether blocks hold inter-sample attention.
     :param head_hidden: hidden width of each task head's MLP.
     :param dropout: dropout of the attention and feed-forward outputs.
+    :param task_tokens: ``"multi"`` = one token per task (the paper's design), ``"single"`` = one
+        shared token that every task head reads (the paper's Table 2 ablation; only ``"F-/->T"``
+        or ``"none"`` masks apply to it).
     """
 
     n_num: int
@@ -93,6 +98,7 @@ class MultiTabConfig:
     inter_sample: bool = True
     head_hidden: int = 32
     dropout: float = 0.1
+    task_tokens: str = "multi"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))
@@ -101,6 +107,11 @@ class MultiTabConfig:
         if mode is None:
             raise TabzooInputError(f"mask {self.mask!r} is unknown; use one of {MASK_MODES}.")
         object.__setattr__(self, "mask", mode)
+        if self.task_tokens not in TOKEN_MODES:
+            raise TabzooInputError(f"task_tokens={self.task_tokens!r}: use one of {TOKEN_MODES}.")
+        if self.task_tokens == "single" and mode in ("T-/->T", "both"):
+            raise TabzooInputError(f"mask {mode!r} masks task tokens from each other, which a single shared task "
+                                   "token does not have; use mask='F-/->T' or 'none' with task_tokens='single'.")
         if self.n_num < 0 or any(c < 1 for c in self.cat_cardinalities) or self.n_features < 1:
             raise TabzooInputError(
                 f"need >= 1 feature column and cardinalities >= 1, got n_num={self.n_num}, "
@@ -123,12 +134,17 @@ class MultiTabConfig:
         return len(self.tasks)
 
     @property
+    def n_task_tokens(self) -> int:
+        """Task tokens in the sequence: one per task, or one shared."""
+        return 1 if self.task_tokens == "single" else self.n_tasks
+
+    @property
     def n_tokens(self) -> int:
-        return self.n_features + self.n_tasks
+        return self.n_features + self.n_task_tokens
 
     @property
     def row_width(self) -> int:
-        """Width of a flattened row for inter-sample attention: ``(d + t) * e``."""
+        """Width of a flattened row for inter-sample attention: ``(d + task tokens) * e``."""
         return self.n_tokens * self.d_embed
 
     def to_dict(self) -> dict[str, Any]:

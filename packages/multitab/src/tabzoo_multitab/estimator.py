@@ -19,7 +19,6 @@ import torch
 from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
-from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.estimators.scaling import unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -29,6 +28,7 @@ from tabzoo.estimators.sk import (
     check_n_features_and_names,
     check_params,
 )
+from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count, training_bytes
 
 from tabzoo_multitab.baselines import BASELINES
 from tabzoo_multitab.config import MultiTabConfig
@@ -39,7 +39,7 @@ from tabzoo_multitab.training import MONITORS, TaskData, fit_model, fit_temperat
 
 __all__ = ["MultiTabEstimator", "ARCHITECTURES"]
 
-ARCHITECTURES = ("multitab", "mmoe", "shared_bottom", "stl")
+ARCHITECTURES = ("multitab", "mmoe", "ple", "shared_bottom", "stl")
 CALIBRATIONS = ("temperature", None)
 
 
@@ -51,7 +51,7 @@ def _has_classification(est: Any) -> bool:
 class MultiTabEstimator(BaseEstimator):
     """Multitask tabular estimator: MultiTab-Net, or one of the MLP baselines.
 
-    :param architecture: ``"multitab"`` (MultiTab-Net), ``"mmoe"``, ``"shared_bottom"`` or ``"stl"``.
+    :param architecture: ``"multitab"`` (MultiTab-Net), ``"mmoe"``, ``"ple"``, ``"shared_bottom"`` or ``"stl"``.
     :param task_types: per target ``"auto"``, ``"binary"``, ``"multiclass"``, ``"classification"``
         or ``"regression"``; ``None`` = auto, the core's rule (:mod:`tabzoo.table.task_types`): non-numbers
         are classification, non-whole numbers regression, whole numbers classification up to 10 distinct
@@ -77,6 +77,10 @@ class MultiTabEstimator(BaseEstimator):
         minimise their log-loss, divides the logits in :meth:`predict_proba` (``temperatures_``);
         predictions (argmax / sign) never change. ``None`` = raw logits. Without held-out rows
         (fewer than 10 training rows) the temperature stays 1.
+    :param schedule: learning rate over training: ``"constant"`` or ``"cosine"`` (from ``lr`` to 0
+        over the ``max_epochs`` budget).
+    :param task_tokens: ``"multi"`` (one token per task, the paper's design) or ``"single"`` (one
+        shared task token read by every task head; the paper's Table 2 ablation).
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
@@ -97,7 +101,8 @@ class MultiTabEstimator(BaseEstimator):
                  hidden: Sequence[int] = (256, 128), n_context: int = 256,
                  max_epochs: int = 100, batch_size: int | str = "auto", lr: float = 1e-3, weight_decay: float = 1e-5,
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
-                 progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature") -> None:
+                 progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
+                 schedule: str = "constant", task_tokens: str = "multi") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -123,6 +128,8 @@ class MultiTabEstimator(BaseEstimator):
         self.progress = progress
         self.early_stopping = early_stopping
         self.calibration = calibration
+        self.schedule = schedule
+        self.task_tokens = task_tokens
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -162,12 +169,13 @@ class MultiTabEstimator(BaseEstimator):
     def _build(self) -> torch.nn.Module:
         enc, tasks = self.encoder_, self.target_encoder_.tasks
         if self.architecture == "multitab":
-            width = (enc.n_num + len(enc.cardinalities) + len(tasks)) * self.d_embed
+            width = (enc.n_num + len(enc.cardinalities) + (1 if self.task_tokens == "single" else len(tasks))) * self.d_embed
             row_heads = self.row_heads if width % self.row_heads == 0 else 1
             cfg = MultiTabConfig(n_num=enc.n_num, cat_cardinalities=enc.cardinalities, tasks=tuple(tasks),
                                  d_embed=self.d_embed, n_layers=self.n_layers, n_heads=self.n_heads,
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
-                                 dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden)
+                                 dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden,
+                                 task_tokens=self.task_tokens)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -176,7 +184,7 @@ class MultiTabEstimator(BaseEstimator):
 
     def _check_memory(self, n_train: int, n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
-        (:mod:`tabzoo.estimators.memory`). MultiTab-Net's row attention and heads see all
+        (:mod:`tabzoo.kernels.memory`). MultiTab-Net's row attention and heads see all
         ``tokens * d_embed`` values of a row, so its parameters grow with the square of the column
         count: this check is its width limit."""
         params = parameter_count(self._build)
@@ -259,6 +267,7 @@ class MultiTabEstimator(BaseEstimator):
             self.model_, self.tasks_, train, val, task_weights=self.task_weights, max_epochs=self.max_epochs,
             batch_size=self._batch_size(len(train)), lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
             seed=self.random_state, context=self.context_, progress=self.progress, monitor=self.early_stopping,
+            schedule=self.schedule,
         )
         self.n_epochs_ = self.fit_result_.epochs
         held_out = val if val is not None and len(val) else None
@@ -286,27 +295,35 @@ class MultiTabEstimator(BaseEstimator):
         return outs
 
     @available_if(_has_classification)
-    def predict_proba(self, X: Any) -> list[np.ndarray | None] | np.ndarray:
-        """One ``[n, n_classes]`` probability array per task (``None`` for regression tasks);
+    def predict_proba(self, X: Any) -> list[np.ndarray] | np.ndarray:
+        """Class probabilities, as scikit-learn's multi-output classifiers give them: a list with
+        one ``[n, n_classes]`` array per *classification* task, in task order (regression tasks have
+        none; :attr:`proba_tasks_` names the task of each array, and ``classes_[i]`` of task ``i`` its
+        columns);
         the array itself when fitted on a 1-d ``y``. Logits are divided by ``temperatures_``."""
-        probs: list[np.ndarray | None] = []
+        probs: list[np.ndarray] = []
         outs = self._outputs(X)
         temps = getattr(self, "temperatures_", [1.0] * len(self.tasks_))
         for t, o, temp in zip(self.tasks_, outs, temps, strict=True):
             o = o.astype(np.float64) / float(temp)
             if t.kind == "binary":
-                p1 = 1.0 / (1.0 + np.exp(-o[:, 0].astype(np.float64)))
+                p1 = 1.0 / (1.0 + np.exp(-o[:, 0]))
                 probs.append(np.stack([1 - p1, p1], 1))
             elif t.kind == "multiclass":
-                z = o.astype(np.float64) - o.max(1, keepdims=True)
-                e = np.exp(z)
+                e = np.exp(o - o.max(1, keepdims=True))
                 probs.append(e / e.sum(1, keepdims=True))
-            else:
-                probs.append(None)
-        return probs[0] if self.single_output_ and probs[0] is not None else probs
+        return probs[0] if self.single_output_ else probs
+
+    @property
+    def proba_tasks_(self) -> list[str]:
+        """Names of the classification tasks, in the order of :meth:`predict_proba`'s arrays."""
+        check_is_fitted(self, "model_")
+        return [t.name for t in self.tasks_ if t.kind != "regression"]
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predictions ``[n, t]`` (``[n]`` when fitted on 1-d ``y``): class labels, or values."""
+        """Predictions, one column per task: ``[n, t]`` (``[n]`` when fitted on a 1-d ``y``); class
+        labels for classification tasks, values for regression tasks. Columns of one dtype when
+        every task's labels share it (e.g. all float), else an object array."""
         check_is_fitted(self, "model_")
         cols = []
         for t, o, cls in zip(self.tasks_, self.predict_outputs(X), self.classes_, strict=True):

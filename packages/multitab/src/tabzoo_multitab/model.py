@@ -31,7 +31,7 @@ def feature_mask(cfg: MultiTabConfig) -> Mask:
     """The inter-feature mask over ``d`` feature tokens then ``t`` task tokens."""
     if cfg.mask == "none":
         return full()
-    return task_tokens(cfg.n_features, cfg.n_tasks, cfg.mask)
+    return task_tokens(cfg.n_features, cfg.n_task_tokens, cfg.mask)
 
 
 def row_mask(n_rows: int, n_context: int | None, query_mask: torch.Tensor | None) -> Mask | torch.Tensor | None:
@@ -81,7 +81,7 @@ class MultiTabNet(nn.Module):
         self.cfg = cfg if isinstance(cfg, MultiTabConfig) else MultiTabConfig.from_dict(cfg)
         c = self.cfg
         self.embed = FeatureEmbedding(c.n_num, c.cat_cardinalities, c.d_embed)
-        self.task_tokens = nn.Parameter(torch.randn(c.n_tasks, c.d_embed) * c.d_embed**-0.5)
+        self.task_tokens = nn.Parameter(torch.randn(c.n_task_tokens, c.d_embed) * c.d_embed**-0.5)
         self.blocks = nn.ModuleList(EncoderBlock(c, first=i == 0) for i in range(c.n_layers))
         self.norm = nn.LayerNorm(c.d_embed)
         self.heads = nn.ModuleList(MLPHead(c.d_embed, c.head_hidden, t.n_out) for t in c.tasks)
@@ -127,7 +127,8 @@ class MultiTabNet(nn.Module):
             x_cat = x_cat.unsqueeze(0) if x_cat is not None else None
             query_mask = query_mask.unsqueeze(0) if query_mask is not None else None
         h = self.norm(self.encode(x_num, x_cat, n_context, query_mask)[:, :, self.cfg.n_features:])
-        out = torch.cat([head(h[:, :, i]) for i, head in enumerate(self.heads)], dim=-1)
+        single = self.cfg.task_tokens == "single"  # every head reads the one shared token
+        out = torch.cat([head(h[:, :, 0 if single else i]) for i, head in enumerate(self.heads)], dim=-1)
         return out[0] if squeeze else out
 
     @torch.no_grad()

@@ -1,47 +1,25 @@
-"""tabzoo plugin entry point of tabzoo-multitab: the ``multitab`` architecture and its conformance case.
+"""tabzoo plugin entry point of tabzoo-multitab (``multitab = "tabzoo_multitab.plugin:plugin"``).
 
-Only hook implementations live here; torch and the model are imported lazily inside them.
+The ``multitab`` architecture (config keys read from :class:`MultiTabConfig`; the default is
+buildable: 4 numeric columns, one binary and one regression task), its conformance case (rows
+protocol, mixed tasks) and its demo. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import ModelPlugin, spec_from_config
 
 from tabzoo_multitab.capabilities import CAPABILITIES
+from tabzoo_multitab.config import MultiTabConfig
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "n_num": 4, "cat_cardinalities": [], "tasks": [["task0", "binary", 2], ["task1", "regression", 0]],
-    "d_embed": 16, "n_layers": 2, "n_heads": 4, "row_heads": 4, "ff_mult": 2, "row_ff_mult": 1,
-    "mask": "T-/->T", "inter_sample": True, "head_hidden": 32, "dropout": 0.1,
-}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_multitab.model import build
-
-    return build(config)
-
-
-@hookimpl
-def tabzoo_register_architectures(register: Any) -> None:
-    """Register ``multitab``."""
-    register(ArchitectureSpec(
-        name="multitab",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
-        capabilities=CAPABILITIES,
-        kind="multitask",
-        estimator="tabzoo_multitab.estimator:MultiTabEstimator",
+plugin = ModelPlugin(
+    spec_from_config(
+        MultiTabConfig, name="multitab", build="tabzoo_multitab.model:build", capabilities=CAPABILITIES,
+        defaults={"n_num": 4, "tasks": [["task0", "binary", 2], ["task1", "regression", 0]]},
+        kind="multitask", estimator="tabzoo_multitab.estimator:MultiTabEstimator",
         description="MultiTab-Net (papers/001): task tokens, T-/->T multitask masked inter-feature "
                     "attention, inter-sample attention with a fixed prediction context",
-    ))
-
-
-@hookimpl
-def tabzoo_conformance_cases(register: Any) -> None:
-    """Register the ``multitab`` conformance case (rows protocol, mixed tasks)."""
-    from tabzoo_multitab.conformance import make_case
-
-    register(make_case())
+    ),
+    cases="tabzoo_multitab.conformance:make_case",
+    demo="tabzoo_multitab.demo:run_demo",
+)

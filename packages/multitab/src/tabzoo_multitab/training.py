@@ -25,6 +25,7 @@ from tabzoo_multitab.metrics import task_metric
 __all__ = ["TaskData", "MultiTaskFit", "fit_model", "evaluate", "fit_temperatures", "select_context"]
 
 MONITORS = ("loss", "metric")
+SCHEDULES = ("constant", "cosine")
 
 
 @dataclass
@@ -176,12 +177,14 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
               task_weights: Sequence[float] | None = None, max_epochs: int = 100, batch_size: int = 256,
               lr: float = 1e-3, weight_decay: float = 1e-5, patience: int = 10, seed: int = 0,
               context: Any = None, progress: bool = False, grad_clip: float = 1.0,
-              monitor: str = "loss") -> FitResult:
+              monitor: str = "loss", schedule: str = "constant") -> FitResult:
     """Adam with weight decay, through the core loop; after each epoch, the validation score:
     ``monitor="loss"`` = the validation loss (the training loss on the held-out rows: it rewards
     calibrated probabilities), ``"metric"`` = the mean per-task metric (AUC / EV, blind to
     calibration); stop after ``patience`` epochs without improvement and restore the best
-    weights. Without ``val`` it trains ``max_epochs`` epochs.
+    weights. Without ``val`` it trains ``max_epochs`` epochs. ``schedule="cosine"`` decays the
+    learning rate from ``lr`` to 0 along a cosine over the ``max_epochs`` budget (per step);
+    ``"constant"`` keeps ``lr``.
 
     The result's ``history`` holds per epoch ``train_loss`` and, with ``val``, ``val_loss``,
     ``val_metrics`` (per task) and ``val_mean``; ``best_epoch`` is 0-based.
@@ -195,8 +198,12 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
         raise TabzooInputError(f"early stopping monitors one of {MONITORS}, got {monitor!r}.")
     if max_epochs < 1 or batch_size < 1 or patience < 1:
         raise TabzooInputError(f"max_epochs, batch_size and patience must be >= 1, got {max_epochs}, {batch_size}, {patience}.")
+    if schedule not in SCHEDULES:
+        raise TabzooInputError(f"schedule={schedule!r}: use one of {SCHEDULES}.")
+    steps = max_epochs * max(1, math.ceil(len(train) / batch_size))
     cfg = FitConfig(max_epochs=max_epochs, optimizer="adam", lr=lr, weight_decay=weight_decay, clip_norm=grad_clip,
-                    patience=patience, seed=seed, progress=progress, desc=type(model).__name__)
+                    patience=patience, seed=seed, progress=progress, desc=type(model).__name__,
+                    **({"schedule": "flat_cosine", "flat_fraction": 0.0, "max_steps": steps} if schedule == "cosine" else {}))
     validate = None
     if val is not None and len(val):
         held_out = val

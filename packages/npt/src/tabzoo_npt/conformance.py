@@ -8,6 +8,7 @@ the target prediction of every row ``[B, N, 1]``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -25,9 +26,18 @@ CONFIG: dict[str, Any] = {"preset": "tiny", "cardinalities": [0] * (N_FEATURES +
 
 def make_model(seed: int) -> NPT:
     """A tiny NPT with weights drawn from ``seed`` (the global RNG is left as it was)."""
+    return _seeded(CONFIG, seed)
+
+
+def make_sized(seed: int, sizes: Mapping[str, Any]) -> NPT:
+    """:func:`make_model` for ``sizes["n_features"]`` numeric features (the kit's size search)."""
+    return _seeded({**CONFIG, "cardinalities": [0] * (int(sizes["n_features"]) + 1)}, seed)
+
+
+def _seeded(config: dict[str, Any], seed: int) -> NPT:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = build(CONFIG)
+        model = build(config)
     return model.eval()
 
 
@@ -74,6 +84,8 @@ def make_case() -> ConformanceCase:
         masks=_masks,
         n_features=N_FEATURES,
         n_classes=0,
+        max_features=64,  # the size search builds NPTs of 1..64 features (make_sized)
+        make_sized=make_sized,
         max_rows=24,
         description="tiny NPT, fixed-context mode: query rows read the context and themselves",
     )

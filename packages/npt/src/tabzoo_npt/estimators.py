@@ -18,7 +18,6 @@ import numpy as np
 import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.base import resolve_device
-from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.estimators.scaling import standardize_targets, unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -31,10 +30,11 @@ from tabzoo.estimators.sk import (
     classification_labels,
     require_y,
 )
+from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
-from tabzoo_npt.model import NPT, PRESETS, NPTConfig
+from tabzoo_npt.model import MAX_ROW_WIDTH, NPT, PRESETS, NPTConfig, row_dim
 from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
 from tabzoo_npt.train import TrainConfig, fit_npt
 
@@ -50,25 +50,48 @@ except ImportError as exc:  # pragma: no cover
 class _NPTBase(BaseEstimator):
     """Shared parameters and machinery (see the module docstring).
 
-    :param preset: architecture preset (``"tiny"``, ``"small"``, ``"base"``); the next four override it.
-    :param steps: optimisation steps (the paper trains 2000 epochs on small data; CPU budgets are smaller).
-    :param lr: base learning rate of LAMB (flat for ``flat_fraction`` of steps, then cosine to 0).
-    :param batch_size: rows per minibatch; the whole table when it fits (class-stratified otherwise).
-    :param p_feature, p_target: stochastic masking probabilities (0.15 in the paper).
-    :param validation_fraction: share of training rows held out for early stopping (0 = none).
+    Every default and its source (Kossen et al. 2021, appendix C; "ours" = chosen for CPU budgets,
+    measured in packages/npt/README.md):
+
+    :param preset: architecture preset (``"tiny"``, ``"small"``, ``"base"``); the next four
+        override it. Default ``"small"`` (e = 32, 4 layers, 4 heads, 2x feed-forward, dropout 0.1;
+        ours: NPT-Base, C.1.1, is e = 64, 8 layers, 8 heads, 4x, too slow on 2 cores).
+    :param steps: optimisation steps; 300 (ours: the paper trains 2,000-10,000 full-batch epochs
+        on its small tables, C.1.2). With the annealed trade-off fewer than ~150 steps leave the
+        target loss barely trained: the README's old 40-step example predicted the mean.
+    :param lr: base learning rate of LAMB (betas 0.9/0.999, eps 1e-6, Lookahead k = 6, alpha =
+        0.5), 1e-3, flat for ``flat_fraction`` of the steps, then cosine to 0 (C.1.1).
+    :param flat_fraction: 0.5, NPT-Small's flat share on small data (C.1.2; NPT-Base: 0.7).
+    :param batch_size: rows per minibatch, 1,024; the whole table when it fits (as the paper on
+        small data, C.1.2), class-stratified minibatches otherwise (C.1.1, C.1.3).
+    :param p_feature: stochastic feature masking probability, 0.15 (C.1.1); 10% of the selected
+        cells are randomised instead of masked (C.4.3).
+    :param p_target: stochastic target masking probability, 0.5: the paper uses target masking
+        wherever it can (C.1.3; 0.5 on Kick, Poker Hand and Forest Cover; the 0.1/0.5 variants top
+        its small-data sweep, Table 13). The trade-off ``lam`` between feature and target loss is
+        cosine-annealed from 1 to 0 over ``steps`` (C.1.1).
+    :param validation_fraction: share of training rows held out for early stopping on the target
+        loss (0 = none), 0.1 (ours; the paper stops early on the validation target loss, E.2.1). It is
+        checked every ``eval_every`` = 25 steps; after ``patience`` = 6 checks without improvement
+        the fit stops, never before the learning rate anneals and ``lam`` <= 1/2, and the best
+        weights are kept.
     :param context_size: the most training rows one dense attention encodes at prediction
         (4,096). Every training row is context; a larger table is split into
         ``ceil(n / context_size)`` disjoint seeded partitions whose logits are averaged, with a
         warning (:mod:`tabzoo_npt.predict`). Nothing is sampled.
     :param mode: ``"inductive"`` (default), ``"semi_supervised"`` or ``"transductive"``.
+    :param max_row_width: cap on the ABD row width ``columns * dim`` (1,024; ``None`` = no cap):
+        on wider tables ``dim`` is lowered to ``max_row_width // columns`` (at least 4), so the
+        parameter count grows linearly with the column count; above ``max_row_width // 4``
+        columns (256) ``fit`` refuses with the fix (:func:`tabzoo_npt.model.row_dim`).
     :param progress: tqdm progress bar during fit.
 
     Memory: ``fit`` estimates its peak (parameters, gradients and Adam state, the attention and
     feed-forward activations of a training batch and of a prediction chunk) from the table's shape
     before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
-    and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). The
-    parameters grow with the square of the column count (ABD attention mixes whole rows of
-    ``columns * dim`` values): that check is NPT's width limit.
+    and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). ABD
+    attention mixes whole rows of ``columns * dim`` values, so without ``max_row_width`` the
+    parameters grow with the square of the column count.
     """
 
     _n_targets = 1
@@ -76,10 +99,12 @@ class _NPTBase(BaseEstimator):
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
-                 p_target: float = 0.15, validation_fraction: float = 0.1, eval_every: int = 25,
+                 p_target: float = 0.5, validation_fraction: float = 0.1, eval_every: int = 25,
                  patience: int = 6, context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
-                 progress: bool = False, random_state: int = 0, device: str = "cpu") -> None:
+                 max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False, random_state: int = 0,
+                 device: str = "cpu") -> None:
         self.preset, self.dim, self.n_layers, self.n_heads, self.dropout = preset, dim, n_layers, n_heads, dropout
+        self.max_row_width = max_row_width
         self.steps, self.lr, self.flat_fraction, self.batch_size = steps, lr, flat_fraction, batch_size
         self.p_feature, self.p_target, self.validation_fraction = p_feature, p_target, validation_fraction
         self.eval_every, self.patience, self.context_size, self.chunk_size = eval_every, patience, context_size, chunk_size
@@ -99,6 +124,7 @@ class _NPTBase(BaseEstimator):
         cfg = dict(PRESETS[self.preset])
         cfg.update({k: v for k, v in (("dim", self.dim), ("n_layers", self.n_layers), ("n_heads", self.n_heads),
                                       ("dropout", self.dropout)) if v is not None})
+        cfg["dim"] = row_dim(len(cardinalities), int(cfg["dim"]), self.max_row_width)
         heads = int(cfg["n_heads"])
         while (len(cardinalities) * int(cfg["dim"])) % heads:
             heads -= 1
@@ -107,9 +133,8 @@ class _NPTBase(BaseEstimator):
 
     def _check_memory(self, cardinalities: tuple[int, ...], n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
-        (:mod:`tabzoo.estimators.memory`). NPT's ABD attention mixes whole rows of
-        ``cells * dim`` values, so its parameters grow with the square of the cell count: this
-        check is its width limit (about 300 features fit in 8 GB with the "small" preset)."""
+        (:mod:`tabzoo.kernels.memory`). The row-width cap bounds the parameters; the
+        activations grow with rows x columns x dim and the attention maps with rows squared."""
         cfg = self._config(cardinalities)
         params = parameter_count(lambda: NPT(cfg))
         c, e, layers, heads = len(cardinalities), cfg.dim, cfg.n_layers, cfg.n_heads
@@ -120,8 +145,8 @@ class _NPTBase(BaseEstimator):
         batch = min(int(self.batch_size), n_rows)
         query = min(int(self.context_size), n_rows) + int(self.chunk_size)
         peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(query)))
-        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (NPT's parameters grow with the "
-                     "square of the column count), a smaller dim, batch_size, context_size or chunk_size",
+        check_memory(f"{type(self).__name__}.fit", peak, "use fewer features, a smaller dim or max_row_width "
+                     "(NPT's parameters grow with the square of the row width), batch_size, context_size or chunk_size",
                      device=resolve_device(self.device),
                      detail=f"{params:,} parameters for {c} columns x dim {e}; batch {batch} rows")
 
@@ -203,7 +228,7 @@ class _NPTBase(BaseEstimator):
 
     def _check_params(self) -> None:
         """Every numeric argument and the device, before anything is built."""
-        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every",
+        check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every", "max_row_width",
                                          "patience", "context_size", "chunk_size"),
                      positive=("lr",), fraction=("dropout", "validation_fraction"),
                      unit=("flat_fraction", "p_feature", "p_target"))
@@ -311,12 +336,13 @@ class NPTImputer(TransformerMixin, _NPTBase):
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-3,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
-                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256, progress: bool = False,
+                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256,
+                 max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False,
                  random_state: int = 0, device: str = "cpu") -> None:
         super().__init__(preset=preset, dim=dim, n_layers=n_layers, n_heads=n_heads, dropout=dropout, steps=steps,
                          lr=lr, flat_fraction=flat_fraction, batch_size=batch_size, p_feature=p_feature,
                          validation_fraction=0.0, context_size=context_size, chunk_size=chunk_size,
-                         progress=progress, random_state=random_state, device=device)
+                         max_row_width=max_row_width, progress=progress, random_state=random_state, device=device)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

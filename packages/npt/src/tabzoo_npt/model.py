@@ -28,7 +28,6 @@ is numerically the ``isolated`` forward, without re-encoding the context per chu
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -36,66 +35,39 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.nn import TransformerBlock
 from torch import nn
 
-__all__ = ["NPTConfig", "NPT", "build", "PRESETS"]
+from tabzoo_npt.config import PRESETS, NPTConfig
+
+__all__ = ["NPTConfig", "NPT", "build", "PRESETS", "MAX_ROW_WIDTH", "MIN_DIM", "row_dim"]
+
+#: default cap on the ABD row width ``d * e`` (the paper's Breast Cancer model: 31 attributes x
+#: e = 32 = 992, "e = 32 due to memory constraints", appendix C.1.2)
+MAX_ROW_WIDTH = 1024
+#: the smallest per-attribute width the cap may shrink ``e`` to
+MIN_DIM = 4
 
 
-@dataclass(frozen=True)
-class NPTConfig:
-    """Architecture of one NPT.
+def row_dim(n_attributes: int, dim: int, max_row_width: int | None = MAX_ROW_WIDTH) -> int:
+    """Per-attribute width ``e`` for ``n_attributes`` columns: ``dim``, lowered so that the ABD
+    row width ``n_attributes * e`` stays within ``max_row_width`` (``None`` = no cap).
 
-    :param cardinalities: per attribute, ``0`` for numeric or the class count ``K >= 2`` of a
-        categorical attribute (targets included; their position is the caller's choice).
-    :param dim: per-attribute hidden size ``e`` (NPT-Base: 64; NPT-Small: 128, 32 on wide data).
-    :param n_layers: total layers, alternating ABD and ABA, ABD first (NPT-Base: 8).
-    :param n_heads: heads of the ABD attention (NPT-Base: 8).
-    :param n_heads_aba: heads of the ABA attention (default ``n_heads``, reduced to divide ``dim``).
-    :param ff_mult: feed-forward expansion (4 in the paper).
-    :param dropout: hidden dropout (0.1 in the paper).
+    ABD attention mixes whole rows of ``d * e`` values, so its parameters grow with
+    ``(d * e)**2``. With the row width capped, only the per-attribute embeddings, heads and the
+    ABA layers grow with ``d``: the parameter count grows linearly with the column count, as the
+    paper does by hand when it lowers ``e`` on its widest small table. ``e`` never goes below
+    :data:`MIN_DIM`, so ``max_row_width // MIN_DIM`` columns (256 by default) is NPT's width limit.
+
+    :raises TabzooInputError: more columns than the cap holds at ``e = MIN_DIM``.
     """
-
-    cardinalities: tuple[int, ...]
-    dim: int = 64
-    n_layers: int = 8
-    n_heads: int = 8
-    n_heads_aba: int | None = None
-    ff_mult: int = 4
-    dropout: float = 0.1
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        cards = tuple(int(c) for c in self.cardinalities)
-        object.__setattr__(self, "cardinalities", cards)
-        if not cards:
-            raise TabzooInputError("NPTConfig needs at least one attribute; pass cardinalities=(0, ...).")
-        if any(c < 0 or c == 1 for c in cards):
-            raise TabzooInputError(f"cardinalities {cards}: use 0 for numeric and K >= 2 for categorical attributes.")
-        if self.dim < 1 or self.n_layers < 1 or self.n_heads < 1 or self.ff_mult < 1:
-            raise TabzooInputError("dim, n_layers, n_heads and ff_mult must be positive integers.")
-        if (len(cards) * self.dim) % self.n_heads:
-            raise TabzooInputError(
-                f"n_heads={self.n_heads} must divide d*e={len(cards)}*{self.dim}; choose another n_heads or dim."
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise TabzooInputError(f"dropout={self.dropout} must lie in [0, 1).")
-
-    @property
-    def heads_aba(self) -> int:
-        h = self.n_heads_aba or self.n_heads
-        while self.dim % h:
-            h -= 1
-        return h
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["cardinalities"] = list(self.cardinalities)
-        return d
-
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "base": {"dim": 64, "n_layers": 8, "n_heads": 8, "ff_mult": 4, "dropout": 0.1},
-    "small": {"dim": 32, "n_layers": 4, "n_heads": 4, "ff_mult": 2, "dropout": 0.1},
-    "tiny": {"dim": 8, "n_layers": 4, "n_heads": 2, "ff_mult": 2, "dropout": 0.0},
-}
+    if max_row_width is None or n_attributes * dim <= max_row_width:
+        return dim
+    e = max_row_width // n_attributes
+    if e < MIN_DIM:
+        raise TabzooInputError(
+            f"{n_attributes} columns (features + targets) exceed NPT's width limit of {max_row_width // MIN_DIM} "
+            f"columns (max_row_width={max_row_width}, at least {MIN_DIM} dimensions per column); select or "
+            "compress features (e.g. PCA) first, or raise max_row_width (memory grows with its square)."
+        )
+    return e
 
 
 def build(config: dict[str, Any]) -> NPT:

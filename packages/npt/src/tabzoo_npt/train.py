@@ -71,12 +71,19 @@ class TrainConfig:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise TabzooInputError(f"{name}={getattr(self, name)} must lie in [0, 1].")
 
+    @property
+    def min_steps(self) -> int:
+        """No early stop before the learning rate starts its cosine and, with the annealed
+        trade-off, before ``lam`` has fallen to 1/2 (the target loss only dominates from then on);
+        the best validation weights are kept throughout."""
+        return int(self.steps * max(self.flat_fraction, 0.5 if self.anneal_lambda else 0.0))
+
     def fit_config(self) -> FitConfig:
         """LAMB + Lookahead, flat-then-cosine over ``steps``, clipping, validation every ``eval_every`` steps."""
         return FitConfig(max_steps=self.steps, optimizer="lamb", lr=self.lr, weight_decay=self.weight_decay,
                          lookahead_k=self.lookahead_k, lookahead_alpha=self.lookahead_alpha, schedule="flat_cosine",
                          flat_fraction=self.flat_fraction, clip_norm=self.clip, eval_every=self.eval_every,
-                         patience=self.patience, min_delta=1e-6, seed=self.seed, progress=self.progress,
+                         patience=self.patience, min_delta=1e-6, min_steps=self.min_steps, seed=self.seed, progress=self.progress,
                          desc="npt fit")
 
 

@@ -90,6 +90,8 @@ def _case(name: str, config: OrionConfig, description: str, factory: str) -> Con
         masks=masks,
         n_features=5,
         n_classes=3,
+        max_features=32,  # the tiny preset's feature and class limits: the kit's size search draws up to them
+        max_classes=10,
         max_rows=24,
         scaling_axes={"linear_in_features": axis},
         # centring the row embeddings on the context divides by their context rms, which scales the

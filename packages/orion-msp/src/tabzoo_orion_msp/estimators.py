@@ -36,6 +36,7 @@ from tabzoo.checkpoint import load_shipped_model, shipped_dir
 from tabzoo.checkpoint import shipped_checkpoints as _shipped
 from tabzoo.estimators import InContextClassifier
 from tabzoo.estimators.forward import ConcatForward
+from tabzoo.train.finetune import FineTuneMixin
 
 from tabzoo_orion_msp.model import OrionMSP
 
@@ -68,7 +69,7 @@ def load_orion(checkpoint: str = DEFAULT_CHECKPOINT) -> OrionMSP:
     return model
 
 
-class OrionMSPClassifier(InContextClassifier):
+class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
     """ORION-MSP in-context classifier (scikit-learn API); loads the shipped checkpoint, no network.
 
     :param checkpoint: a shipped name (``"orion-msp-small"``) or a path stem of a checkpoint pair.
@@ -87,6 +88,9 @@ class OrionMSPClassifier(InContextClassifier):
     :param max_context_rows: beyond this many training rows each member reads its own
         class-stratified subset of that many (chosen by row content, so independent of the row
         order); None reads them all. Pretraining contexts reached 1,024 rows.
+    :param fine_tune: fine-tune a copy of the pretrained weights on the training rows in ``fit``
+        (:mod:`tabzoo.train.finetune`): None / False (off), True, an int (steps), a dict of settings or a
+        :class:`tabzoo.train.FineTune`; kept only when better on an inner validation split (``fine_tune_``).
 
     Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
     the head's 10 the hierarchical split of appendix A.6 takes over.
@@ -105,7 +109,7 @@ class OrionMSPClassifier(InContextClassifier):
                  chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
                  verbose: bool = False, feature_transforms: tuple[str, ...] = ("none", "power"),
                  categorical_features: Any = "auto", pad_features: bool = True,
-                 max_context_rows: int | None = 1024) -> None:
+                 max_context_rows: int | None = 1024, fine_tune: Any = None) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -118,6 +122,7 @@ class OrionMSPClassifier(InContextClassifier):
         self.categorical_features = categorical_features
         self.pad_features = pad_features
         self.max_context_rows = max_context_rows
+        self.fine_tune = fine_tune
 
     def _load_model(self) -> torch.nn.Module:
         return load_orion(self.checkpoint)

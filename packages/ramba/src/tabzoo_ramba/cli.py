@@ -6,7 +6,8 @@ splits it in time, fine-tunes Ramba (from a shipped pretrained checkpoint with `
 predictions as CSV (never over an existing file). ``--task delayed|arr-delay`` fills in the
 nycflights13 tasks (a file written by :func:`tabzoo_ramba.write_nycflights13`).
 
-The subcommand reaches the core CLI through the ``tabzoo.cli`` entry-point group.
+The subcommand reaches the core CLI through the plugin's ``CommandSpec`` (the
+``tabzoo_register_commands`` hook); this module is imported only when ``tabzoo ramba`` runs.
 """
 
 from __future__ import annotations

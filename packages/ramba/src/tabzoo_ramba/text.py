@@ -30,10 +30,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tabzoo_ramba.config import TEXT_DIM
+
 __all__ = ["TextEncoder", "HashingEncoder", "MiniLMEncoder", "default_encoder", "resolve_encoder", "TEXT_DIM"]
 
 log = logging.getLogger(__name__)
-TEXT_DIM = 384
 
 
 class TextEncoder(Protocol):

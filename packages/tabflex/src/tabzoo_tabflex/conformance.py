@@ -70,6 +70,8 @@ def make_case() -> ConformanceCase:
         forward=forward,
         n_features=4,
         n_classes=3,
+        max_features=16,  # the tiny preset's x-encoder width and class limit: the kit's size search
+        max_classes=10,  # draws up to these (features to 16, classes to 10)
         max_rows=24,
         scaling_axes={"linear_in_rows": ScalingAxis(make_inputs=_rows_inputs, base_n=256)},
         description="tiny TabFlex: linear attention, context-only keys",

@@ -33,6 +33,7 @@ import numpy as np
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import InContextClassifier, InContextRegressor
 from tabzoo.estimators.sk import check_is_fitted
+from tabzoo.train.finetune import FineTuneMixin
 
 from tabzoo_tabflex.binning import TargetBinner
 from tabzoo_tabflex.inference import _CKPT_DIR, DEFAULT_CHECKPOINT, TabFlexMixin, load_tabflex  # noqa: F401 (_CKPT_DIR re-exported)
@@ -71,10 +72,14 @@ _PARAMS_DOC = """
         learn more from a larger global context; local contexts turn more rows into denser neighbourhoods.
         Not used beyond the head's class count (ECOC / class tree run on the global context).
     :param local_size: rows per local cluster (default 2048).
+    :param fine_tune: fine-tune a copy of the pretrained weights on the training rows in ``fit``
+        (:mod:`tabzoo.train.finetune`): None / False (off), True (100 steps), an int (steps), a dict of
+        settings or a :class:`tabzoo.train.FineTune`. An inner validation split of the training rows decides
+        early stopping and whether the tuned weights are kept (``fine_tune_`` records it); ``save`` keeps them.
 """
 
 
-class TabFlexClassifier(TabFlexMixin, InContextClassifier):
+class TabFlexClassifier(FineTuneMixin, TabFlexMixin, InContextClassifier):
     """TabFlex in-context classifier (scikit-learn API); loads the shipped checkpoint, no network.
 
     :param checkpoint: ``"auto"`` (Algorithm 1 over the shipped checkpoints), a shipped name
@@ -109,7 +114,7 @@ class TabFlexClassifier(TabFlexMixin, InContextClassifier):
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
                  wide_features: str = "subsample", many_class: str = "ecoc",
                  categorical_encoding: str = "ordinal", class_balance: float | str = "auto",
-                 context_strategy: str = "auto", local_size: int = 2048) -> None:
+                 context_strategy: str = "auto", local_size: int = 2048, fine_tune: Any = None) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -129,6 +134,7 @@ class TabFlexClassifier(TabFlexMixin, InContextClassifier):
         self.context_strategy = context_strategy
         self.local_size = local_size
         self.class_balance = class_balance
+        self.fine_tune = fine_tune
 
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
@@ -141,7 +147,7 @@ class TabFlexClassifier(TabFlexMixin, InContextClassifier):
         self._set_tabflex_state(state["tabflex"])
 
 
-class TabFlexRegressor(TabFlexMixin, InContextRegressor):
+class TabFlexRegressor(FineTuneMixin, TabFlexMixin, InContextRegressor):
     """TabFlex regression by target binning (paper section 6.4), ensembled over bin shifts.
 
     Standardised targets are cut into ``n_bins`` uniform (or quantile) bins, empty ones dropped;
@@ -170,7 +176,8 @@ class TabFlexRegressor(TabFlexMixin, InContextRegressor):
                  feature_transforms: tuple[str, ...] = ("none", "power"), categorical_features: Any = "auto",
                  fit_mode: str = "fit_preprocessors", inference_precision: str = "auto",
                  wide_features: str = "subsample", categorical_encoding: str = "ordinal",
-                 context_strategy: str = "auto", local_size: int = 2048, calibrate: bool | str = "auto") -> None:
+                 context_strategy: str = "auto", local_size: int = 2048, calibrate: bool | str = "auto",
+                 fine_tune: Any = None) -> None:
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
         self.chunk_size = chunk_size
@@ -192,6 +199,7 @@ class TabFlexRegressor(TabFlexMixin, InContextRegressor):
         self.context_strategy = context_strategy
         self.local_size = local_size
         self.calibrate = calibrate
+        self.fine_tune = fine_tune
 
     def _shifts(self) -> list[float]:
         m = len(self.members_)
@@ -249,6 +257,16 @@ class TabFlexRegressor(TabFlexMixin, InContextRegressor):
         if self.point == "mean":
             return sum(n * (p @ b.centers_) for b, n, p in parts) / total
         return _grid_mode(parts, total)
+
+    def _fine_tune_targets(self, member: int) -> tuple[np.ndarray, int]:
+        """Fine-tuning: member ``member`` is trained on its own binning's bin indices."""
+        b = self.binners_[member]
+        return np.asarray(b.transform(self.y_context_), dtype=np.int64), int(b.n_classes_)
+
+    def _fine_tune_loss(self, context: np.ndarray, rows: np.ndarray) -> float:
+        """Fine-tuning's validation loss: mean squared error (standardised units) of ``rows`` read from ``context``."""
+        z = self._z(self.X_context_[rows], context_rows=context)
+        return float(np.mean((z - np.asarray(self.y_context_, dtype=np.float64)[rows]) ** 2))
 
     def _fit_calibration(self) -> None:
         """``calibrate``: cross-fitted affine map of the predictions, fitted on the context only.

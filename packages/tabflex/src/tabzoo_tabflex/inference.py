@@ -34,14 +34,16 @@ from tabzoo.estimators.options import check_fit_mode
 from tabzoo_tabflex.config import TabFlexConfig, get_config
 from tabzoo_tabflex.model import ContextState, TabFlex, build
 from tabzoo_tabflex.projection import RandomProjection
-from tabzoo_tabflex.selection import Selection, select_model
+from tabzoo_tabflex.selection import Selection, algorithm1, select_model
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "DEFAULT_CHECKPOINT", "MANY_CLASS", "WIDE_MODES", "TabFlexForward",
            "load_tabflex"]
 
-DEFAULT_CHECKPOINT = "tabflex-small"
+#: the checkpoint of ``checkpoint="auto"`` (when Algorithm 1's paper model does not ship) and of ``load_tabflex()``:
+#: tabflex-icl beat tabflex-small on 5 of the 6 tables of the issue-28 real-data runs (README, "Which checkpoint")
+DEFAULT_CHECKPOINT = "tabflex-icl"
 WIDE_MODES = ("subsample", "project")
 #: ``class_balance="auto"``: the strength chosen by measurement on the real-data suite's dev tables
 AUTO_BALANCE = 1.0
@@ -99,6 +101,11 @@ class TabFlexForward:
         """``[M, q, max_classes]`` logits of ``x_query [M, q, F]``."""
         return self.model.predict_query(x_query, state, chunk_size=self.chunk_size)
 
+    def train_forward(self, x_context: torch.Tensor, y_context: torch.Tensor, x_query: torch.Tensor) -> torch.Tensor:
+        """Differentiable ``[M, q, max_classes]`` logits (the pretraining forward; the streamed path runs
+        without gradients), for fine-tuning (:mod:`tabzoo.train.finetune`)."""
+        return self.model(torch.cat([x_context, x_query], dim=1), y_context)
+
 
 class TabFlexMixin(InContextEstimator):
     """What TabFlex adds to the core's in-context estimators: loading, model selection, the random
@@ -133,10 +140,15 @@ class TabFlexMixin(InContextEstimator):
             names = shipped_checkpoints(_PACKAGE)
             if not names:
                 raise CheckpointError("no TabFlex checkpoint is shipped with this install; pass checkpoint=<stem>.")
+            # the paper's model for this shape when it ships, else the default measured on the real-data suite
+            preferred = algorithm1(n_rows, n_cols)
+            names = [preferred] if preferred in names else [DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT in names
+                                                             else names[0]]
         else:
             names = [self.checkpoint]
         available = {n: _checkpoint_config(n) for n in names}
-        sel = select_model(n_rows, n_cols, n_classes, available)
+        # no warning: "auto" falls back to the measured default (README), a named checkpoint is the user's choice
+        sel = select_model(n_rows, n_cols, n_classes, available, warn=False)
         logger.info("TabFlex model selection: %s", sel.reason)
         return sel
 

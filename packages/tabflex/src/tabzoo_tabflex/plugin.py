@@ -1,51 +1,24 @@
-"""tabzoo plugin entry point of tabzoo-tabflex: the ``tabflex`` architecture and its conformance case.
+"""tabzoo plugin entry point of tabzoo-tabflex (``tabflex = "tabzoo_tabflex.plugin:plugin"``).
 
-Only hook implementations live here; torch and the model are imported lazily inside them. The
-plugin registers no prior of its own: TabFlex pretrains on the shared ``icl`` prior of
-tabzoo-priors (like every in-context plugin).
+One declaration: the ``tabflex`` architecture (its config keys read from :class:`TabFlexConfig`)
+and its conformance case; ``tabzoo demo`` runs the core's in-context demo on its classifier.
+Nothing here imports torch. TabFlex pretrains on the shared ``icl`` prior of tabzoo-priors.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from tabzoo.plugins import ArchitectureSpec, hookimpl
+from tabzoo.plugins import ModelPlugin, spec_from_config
 
 from tabzoo_tabflex.capabilities import CAPABILITIES
+from tabzoo_tabflex.config import CONFIGS, TabFlexConfig
 
-# the plugin's config form: a preset plus per-field overrides (None = the preset's value)
-_CONFIG_KEYS = ("name", "max_features", "max_classes", "d_model", "n_heads", "n_layers", "d_ff", "d_decoder",
-                "dropout", "attention", "train_rows")
-DEFAULT_CONFIG: dict[str, Any] = {"preset": "small", **dict.fromkeys(_CONFIG_KEYS)}
-
-
-def _build(config: dict[str, Any]) -> Any:
-    from tabzoo_tabflex.model import build
-
-    return build(config)
-
-
-@hookimpl
-def tabzoo_register_architectures(register: Any) -> None:
-    """Register ``tabflex``."""
-    register(ArchitectureSpec(
-        name="tabflex",
-        build=_build,
-        default_config=DEFAULT_CONFIG,
-        capabilities=CAPABILITIES,
-        kind="in-context",
-        estimator="tabzoo_tabflex.estimators:TabFlexClassifier",
-        regressor="tabzoo_tabflex.estimators:TabFlexRegressor",
-        pretrained=("tabflex-small", "tabflex-icl"),
+plugin = ModelPlugin(
+    spec_from_config(
+        TabFlexConfig, name="tabflex", build="tabzoo_tabflex.model:build", preset="small", presets=CONFIGS,
+        exclude=("recipe",), capabilities=CAPABILITIES, kind="in-context", pretrained=("tabflex-small", "tabflex-icl"),
+        estimator="tabzoo_tabflex.estimators:TabFlexClassifier", regressor="tabzoo_tabflex.estimators:TabFlexRegressor",
         description="TabFlex (papers/004): TabPFN-style ICL with non-causal linear attention; "
                     "presets S100, L100, H1K, small (shipped), tiny",
-    ))
-
-
-@hookimpl
-def tabzoo_conformance_cases(register: Any) -> None:
-    """Register the ``tabflex`` conformance case (the tiny preset)."""
-    from tabzoo_tabflex.conformance import make_case
-
-    register(make_case())
-
+    ),
+    cases="tabzoo_tabflex.conformance:make_case",
+)

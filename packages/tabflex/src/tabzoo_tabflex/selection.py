@@ -70,13 +70,15 @@ def algorithm1(n_rows: int, n_features: int) -> str:
 
 
 def select_model(n_rows: int, n_features: int, n_classes: int = 2,
-                 available: Mapping[str, TabFlexConfig] | None = None) -> Selection:
+                 available: Mapping[str, TabFlexConfig] | None = None, *, warn: bool = True) -> Selection:
     """Algorithm 1 plus the class count, over the configs that have weights.
 
     :param n_rows: context (training) rows.
     :param n_features: features after preprocessing.
     :param n_classes: classes of the task (regression: the number of occupied bins).
     :param available: name -> config of the models that can be run (default: the paper's three).
+    :param warn: warn (:class:`ModelFallbackWarning`) when Algorithm 1's model is not available; the
+        estimators pass False, since their fallback is the documented, measured default.
     """
     avail = dict(available) if available is not None else {k: CONFIGS[k] for k in ("S100", "L100", "H1K")}
     if not avail:
@@ -91,12 +93,13 @@ def select_model(n_rows: int, n_features: int, n_classes: int = 2,
         name = min(avail, key=lambda k: (avail[k].max_features < min(n_features, want.max_features),
                                          abs(avail[k].train_rows - want.train_rows), avail[k].max_features))
         reason += f"; no weights for it, using {name!r}"
-        warnings.warn(
-            f"TabFlex: Algorithm 1 wants the {preferred} model for n={n_rows}, d={n_features}, but no weights "
-            f"for it are available; falling back to {name!r} (trained on {avail[name].train_rows}-row prompts, "
-            f"{avail[name].max_features} features). Pass checkpoint=<stem> of a {preferred} checkpoint to use one.",
-            ModelFallbackWarning, stacklevel=3,
-        )
+        if warn:
+            warnings.warn(
+                f"TabFlex: Algorithm 1 wants the {preferred} model for n={n_rows}, d={n_features}, but no weights "
+                f"for it are available; falling back to {name!r} (trained on {avail[name].train_rows}-row prompts, "
+                f"{avail[name].max_features} features). Pass checkpoint=<stem> of a {preferred} checkpoint to use one.",
+                ModelFallbackWarning, stacklevel=3,
+            )
     cfg = avail[name]
     if n_classes > cfg.max_classes:
         wider = [k for k, c in avail.items() if c.max_classes >= n_classes and c.max_features >= cfg.max_features

@@ -31,18 +31,24 @@ def command_modules() -> list[str]:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The ``tabzoo`` parser. Of the plugins' commands only the one ``argv`` runs is imported; the
-    others are listed by name, so ``tabzoo --help`` and ``--version`` import no plugin."""
+    """The ``tabzoo`` parser. Plugins' subcommands load only when ``argv`` runs one: ``tabzoo --help``
+    and ``--version`` import no plugin (the help names the plugin commands of installed
+    distributions of this repository, from their metadata; ``tabzoo plugins`` lists every one)."""
     from tabzoo import __version__
 
-    parser = argparse.ArgumentParser(prog="tabzoo", description="Deep learning on tables.")
+    parser = argparse.ArgumentParser(
+        prog="tabzoo", description="Deep learning on tables.",
+        epilog="Plugins add subcommands too (they load when run); `tabzoo plugins` lists them.")
     parser.add_argument("--version", action="version", version=f"tabzoo-core {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for path in command_modules():
         import_module(path).add_parser(sub)
-    _plugin_commands(sub, _command_of(sys.argv[1:] if argv is None else argv))
+    wanted = _command_of(sys.argv[1:] if argv is None else argv)
+    if wanted is not None and wanted not in sub.choices:
+        _plugin_commands(sub, wanted)
+    _list_known_plugin_commands(sub)
     return parser
 
 
@@ -51,30 +57,56 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _plugin_commands(sub: argparse._SubParsersAction, wanted: str | None) -> None:  # type: ignore[type-arg]
-    """Subcommands from plugins: entry points in the ``tabzoo.cli`` group name modules with
-    ``add_parser(subparsers)`` (e.g. ``tabzoo ramba``). Only ``wanted`` is imported; a broken one
-    is one warning line and the others still work."""
-    from importlib.metadata import entry_points
+def _list_known_plugin_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """List the commands of this repository's installed plugins by name (from the distribution's
+    metadata: nothing is imported), so ``tabzoo --help`` shows them."""
+    for name, dist in sorted(PLUGIN_COMMANDS.items()):
+        if name not in sub.choices and _installed(dist):
+            sub.add_parser(name, help=f"from {dist} (tabzoo {name} --help)", add_help=False)
+
+
+def _installed(dist: str) -> bool:
+    """Whether the distribution ``dist`` is installed (its metadata only; nothing is imported)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution(dist)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _plugin_commands(sub: argparse._SubParsersAction, wanted: str) -> None:  # type: ignore[type-arg]
+    """Add the plugin subcommand ``wanted``: plugins register :class:`~tabzoo.plugins.CommandSpec`
+    through the ``tabzoo_register_commands`` hook (e.g. ``tabzoo ramba``). Only ``wanted``'s parser
+    is imported; a broken one is one warning line and the core commands still work."""
+    import warnings
+
+    from tabzoo.errors import AmbiguousPluginError
+    from tabzoo.plugins import get_registry
 
     log = logging.getLogger(__name__)
-    for ep in sorted(entry_points(group="tabzoo.cli"), key=lambda e: e.name):
-        if ep.name in sub.choices:
-            log.warning("plugin command %r clashes with a core command; skipped", ep.name)
-            continue
-        dist = getattr(getattr(ep, "dist", None), "name", None) or "a plugin"
-        if ep.name != wanted:
-            sub.add_parser(ep.name, help=f"from {dist} (tabzoo {ep.name} --help)", add_help=False)
-            continue
-        try:
-            ep.load().add_parser(sub)
-        except BaseException as exc:  # noqa: BLE001 - a plugin must not break the core CLI
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            log.warning("plugin command %r of %s could not load (%s: %s); reinstall %s.", ep.name, dist,
-                        type(exc).__name__, exc, dist)
-            if ep.name not in sub.choices:
-                sub.add_parser(ep.name, help=f"from {dist}: broken", add_help=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # `tabzoo plugins` reports plugins that failed to load
+        registry = get_registry()
+    try:
+        registry.check_name("commands", wanted)
+    except AmbiguousPluginError as exc:
+        log.warning("%s", exc)
+        return
+    entry = registry.items["commands"].get(wanted)
+    if entry is None:
+        return
+    dist = entry.record.distribution
+    try:
+        entry.obj.load()(sub)
+    except BaseException as exc:  # noqa: BLE001 - a plugin must not break the core CLI
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        log.warning("plugin command %r of %s could not load (%s: %s); reinstall %s.", wanted, dist,
+                    type(exc).__name__, exc, dist)
+        if wanted not in sub.choices:
+            sub.add_parser(wanted, help=f"from {dist}: broken", add_help=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,8 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = _command_of(sys.argv[1:] if argv is None else argv)
     sub = parser._subparsers._group_actions[0] if parser._subparsers else None  # type: ignore[union-attr]
     choices: dict[str, Any] = dict(sub.choices or {}) if sub is not None else {}  # the subcommands' parsers
-    if wanted in PLUGIN_COMMANDS and wanted not in choices:
+    runnable = wanted in choices and choices[wanted].get_default("func") is not None  # not a listing only
+    if wanted in PLUGIN_COMMANDS and not runnable:
         dist = PLUGIN_COMMANDS[wanted]
+        if _installed(dist):
+            print(f"tabzoo: error: `tabzoo {wanted}` comes with {dist}, which is installed but did not load; "
+                  f"`tabzoo plugins` says why (TABZOO_DISABLE_PLUGINS / TABZOO_LOAD_PLUGINS, or an error).",
+                  file=sys.stderr)
+            return 2
         print(f"tabzoo: error: `tabzoo {wanted}` comes with {dist}, which is not installed. From a clone of "
               f"this repository: uv build --package {dist} --wheel --out-dir dist && pip install "
               f"dist/{dist.replace('-', '_')}-*.whl (README, 'Installing only one model').", file=sys.stderr)

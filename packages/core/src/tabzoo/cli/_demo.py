@@ -6,18 +6,15 @@ list[dict]``; each dict has ``dataset``, ``task``, ``model``, ``metric``, ``valu
 baselines (LogisticRegression/Ridge and a gradient-boosting model) on the same splits of bundled
 data, with no network.
 
-**Discovery**, per loaded plugin (entry point of the ``tabzoo`` group), first match wins:
-
-1. ``ArchitectureSpec.demo = "pkg.module:function"`` of an architecture the plugin registers;
-2. by convention, ``<package of the plugin module>.demo:run_demo`` when that module exists
-   (``tabzoo_tabflex.plugin`` -> ``tabzoo_tabflex.demo``);
-3. for an in-context architecture with a classifier estimator and no demo, :func:`default_demo`
-   runs the estimator on scikit-learn's breast_cancer and wine and Palmer penguins.
+**Registration**: a plugin registers its demo through the ``tabzoo_register_demos`` hook
+(``register(DemoSpec(name, "pkg.demo:run_demo"))``, or ``ModelPlugin(..., demo=...)``). A plugin
+that registers none but has an in-context architecture with a classifier estimator gets
+:func:`default_demo`: the estimator on scikit-learn's breast_cancer and wine and Palmer penguins
+(TabFlex and ORION-MSP use it). Nothing is looked up by module name.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import warnings
 from collections.abc import Callable
@@ -42,22 +39,9 @@ class DemoEntry:
     run: Callable[..., list[dict[str, Any]]] = field(repr=False)
 
 
-def _convention(module: str) -> str | None:
-    pkg = module.split(":")[0]
-    pkg = pkg.rpartition(".")[0] or pkg
-    name = f"{pkg}.demo"
-    try:
-        found = importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        found = False
-    return f"{name}:run_demo" if found else None
-
-
-def _lazy(target: str) -> Callable[..., list[dict[str, Any]]]:
+def _lazy(spec: Any) -> Callable[..., list[dict[str, Any]]]:
     def run(**kwargs: Any) -> list[dict[str, Any]]:
-        from tabzoo.plugins import resolve_object
-
-        return resolve_object(target)(**kwargs)
+        return spec.load()(**kwargs)
 
     return run
 
@@ -83,10 +67,10 @@ def discover(registry: Any = None) -> tuple[list[DemoEntry], dict[str, list[str]
         if not specs:
             continue
         models[rec.name] = archs
-        explicit = next((s.demo for s in specs if s.demo), None)
-        target = explicit or _convention(rec.module)
-        if target is not None:
-            entries.append(DemoEntry(rec.name, rec.distribution, rec.version, archs, target, _lazy(target)))
+        demos = [registry.items["demos"][n].obj for n in rec.provides.get("demos", []) if n in registry.items["demos"]]
+        for demo in demos:
+            entries.append(DemoEntry(rec.name, rec.distribution, rec.version, archs, demo.target, _lazy(demo)))
+        if demos:
             continue
         for spec in specs:
             if spec.kind == "in-context" and spec.estimator is not None:

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
 def collect() -> dict[str, Any]:
     """Plugin records as JSON-able data: the stable schema behind ``tabzoo plugins --json``.
 
-    ``{"core_version", "plugins": [record + architectures/priors/kind], "conflicts":
+    ``{"core_version", "plugins": [record + architectures/priors/commands/kind], "conflicts":
     [{"kind", "name", "distributions": [{"name", "distribution", "version"}], "message"}]}``.
     """
     from tabzoo import __version__
@@ -47,6 +47,7 @@ def _status(item: dict[str, Any]) -> str:
         named = f" {first['name']!r}" if first["name"] else ""
         return f"PARTLY LOADED: {label}{named}: {first['error']}{more}"
     shown = caps + [f"prior {p['name']} ({p['kind']})" for p in item["priors"]]
+    shown += [f"command `tabzoo {c}`" for c in item.get("commands", [])]
     return ", ".join(shown) or "ok"
 
 

@@ -1,14 +1,17 @@
 """``tabzoo predict --model NAME --train F --test F --target COL [--out F] [--checkpoint PATH]``.
 
 Fits the architecture's registered scikit-learn estimator (``ArchitectureSpec.estimator``) on
-the training file and predicts the test file. Files are CSV or Parquet (by suffix). The output
+the training file and predicts the test rows. Files are CSV or Parquet (by suffix); ``--test`` may
+also be a folder of them. The test rows are streamed ``--batch-rows`` at a time through
+:func:`tabzoo.batch.predict_dataset` (memory bounded by the batch, one model pass per batch for
+labels and probabilities) and written incrementally, renamed into ``--out`` at the end. The output
 has a ``prediction`` column and, for classifiers, one ``proba_<class>`` column per class; it is
 written as CSV or Parquet by the suffix of ``--out``, or as CSV to stdout without ``--out``.
 
 ``--checkpoint PATH`` uses your own weights: the ``--out`` folder of ``tabzoo pretrain`` (its
 ``model.safetensors`` + ``model.json``) or any checkpoint stem; ``--model`` then defaults to the
-architecture the checkpoint's JSON names. Needs pandas (``tabzoo-core[pandas]``), and pyarrow
-(``tabzoo-core[arrow]``) for Parquet: both are checked before anything is read. When done it prints
+architecture the checkpoint's JSON names. Needs pandas and pyarrow (``tabzoo-core[pandas,arrow]``),
+checked before anything is read. When done it prints
 one line on stderr: how many rows, where they went, how long it took.
 """
 
@@ -30,7 +33,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--model", default=None,
                    help="registered architecture name with an estimator (default with --checkpoint: its architecture)")
     p.add_argument("--train", required=True, type=readable_file, help="training rows, .csv or .parquet")
-    p.add_argument("--test", required=True, type=readable_file, help="rows to predict, .csv or .parquet")
+    p.add_argument("--test", required=True, help="rows to predict: .csv or .parquet, or a folder of them (streamed)")
     p.add_argument("--target", required=True, help="name of the target column in --train")
     p.add_argument("--out", default=None, help="output .csv or .parquet (default: CSV on stdout)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file (never an input)")
@@ -40,7 +43,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=whole(0), default=None, help="random_state of the estimator")
     p.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="your own weights: a `tabzoo pretrain --out` folder or a checkpoint stem")
-    p.add_argument("--progress", action="store_true", help="progress bar over query chunks (needs tqdm)")
+    p.add_argument("--batch-rows", type=whole(1), default=None, metavar="N",
+                   help="test rows read and scored at a time (default 65536); memory grows with it")
+    p.add_argument("--keep", action="append", default=[], metavar="COL",
+                   help="copy this column of --test into the output, before 'prediction' (repeatable)")
+    p.add_argument("--progress", action="store_true", help="progress bar with rows/s and ETA (needs tqdm)")
     p.set_defaults(func=run)
 
 
@@ -155,27 +162,11 @@ def _check_out(args: argparse.Namespace) -> None:
     check_output(args.out, inputs=(args.train, args.test, args.checkpoint), overwrite=args.overwrite)
 
 
-def _write(frame: Any, path: str | None) -> None:
-    """Write ``frame`` as CSV to stdout, or atomically to ``path`` (CSV or Parquet by suffix)."""
-    from tabzoo.cli._files import write_via
-
-    if path is None:
-        frame.to_csv(sys.stdout, index=False)
-        return
-    if Path(path).suffix.lower() == ".csv":
-        write_via(path, lambda tmp: frame.to_csv(tmp, index=False))
-    else:
-        write_via(path, lambda tmp: frame.to_parquet(tmp, index=False))
-
-
 def _check_extras(args: argparse.Namespace) -> None:
     """Every optional module this run needs, checked before any file is read."""
     from tabzoo.cli._extras import require
 
-    needs = {"pandas": "to read and write tables"}
-    parquet = [f for f in (args.train, args.test, args.out) if f and Path(f).suffix.lower() in (".parquet", ".pq")]
-    if parquet:
-        needs["pyarrow"] = f"for the Parquet file {parquet[0]}"
+    needs = {"pandas": "to read and write tables", "pyarrow": "to stream the --test rows in batches"}
     require("predict", needs)
 
 
@@ -216,38 +207,11 @@ def _with_checkpoint(cls: Any, est: Any, stem: Path, arch: str) -> Any:
     return est.use_checkpoint(stem, architecture=arch)
 
 
-def _proba_columns(est: Any, proba: Any) -> dict[str, Any]:
-    """One named column per class (``proba_<class>``), and per task for a multi-output estimator
-    (``proba_<task>_<class>``; sklearn's multi-output convention: ``predict_proba`` a list of
-    ``[n, C_t]`` arrays, ``classes_`` a list of class arrays, ``None`` for a regression task)."""
-    import numpy as np
-
-    from tabzoo.errors import TabzooInputError
-
-    probas = list(proba) if isinstance(proba, (list, tuple)) else [proba]
-    classes = est.classes_
-    sets = list(classes) if isinstance(classes, (list, tuple)) and all(np.ndim(c) == 1 for c in classes) else [classes]
-    if len(sets) != len(probas):
-        raise TabzooInputError(f"{type(est).__name__}.predict_proba gave {len(probas)} arrays for {len(sets)} class "
-                               "sets in classes_; the estimator breaks sklearn's multi-output convention.")
-    tasks = [getattr(t, "name", str(i)) for i, t in enumerate(getattr(est, "tasks_", range(len(sets))))]
-    out: dict[str, np.ndarray] = {}
-    for task, p, cls in zip(tasks, probas, sets, strict=False):
-        if p is None:
-            continue
-        p = np.asarray(p)
-        if p.ndim != 2 or p.shape[1] != len(cls):
-            raise TabzooInputError(f"{type(est).__name__}.predict_proba gave shape {p.shape} for {len(cls)} classes "
-                                   f"{list(cls)[:8]}; expected [n, {len(cls)}].")
-        prefix = "proba_" if len(probas) == 1 else f"proba_{task}_"
-        for j, c in enumerate(cls):
-            out[f"{prefix}{c}"] = p[:, j]
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     import time
 
+    from tabzoo.batch import DEFAULT_BATCH_ROWS, predict_dataset
+    from tabzoo.batch.source import open_source
     from tabzoo.cli._extras import is_missing, note_once
     from tabzoo.errors import TabzooInputError
     from tabzoo.plugins import get_architecture, resolve_object
@@ -265,36 +229,34 @@ def run(args: argparse.Namespace) -> int:
         note_once("--progress needs tqdm, which is not installed (pip install 'tabzoo-core[progress]'); "
                   "predicting without a progress bar.")
         progress = False
-    train, test = _read(args.train), _read(args.test)
+    train = _read(args.train)
     if args.target not in train.columns:
         raise TabzooInputError(
             f"--target {args.target!r} is not a column of {args.train}; its columns are {list(train.columns)}."
         )
     y = train[args.target].to_numpy()
     X = train.drop(columns=[args.target])
-    X_test = test.drop(columns=[args.target]) if args.target in test.columns else test
-    missing = [c for c in X.columns if c not in X_test.columns]
+    test = open_source(args.test)  # checks the file(s) and columns; reads no rows
+    missing = [c for c in [*X.columns, *args.keep] if c not in test.columns]
     if missing:
         raise TabzooInputError(f"{args.test} lacks the feature columns {missing} of {args.train}; add them.")
-    X_test = X_test[list(X.columns)]
 
     cls = resolve_object(args.estimator) if args.estimator else get_architecture(args.model).estimator_class()
     est = cls()
     params = est.get_params(deep=False)
-    wanted = {"n_estimators": args.n_estimators, "device": args.device, "random_state": args.seed,
-              "verbose": True if progress else None}
+    wanted = {"n_estimators": args.n_estimators, "device": args.device, "random_state": args.seed}
     est.set_params(**{k: v for k, v in wanted.items() if v is not None and k in params})
     if stem is not None:
         est = _with_checkpoint(cls, est, stem, args.model)
     est.fit(X, y)
-    pd = sys.modules["pandas"]
-    out = pd.DataFrame({"prediction": est.predict(X_test)})
-    if hasattr(est, "predict_proba"):
-        for name, column in _proba_columns(est, est.predict_proba(X_test)).items():
-            out[name] = column
-    _write(out, args.out)
+    features = [str(c) for c in X.columns]
+    del train, X, y, test  # only the fitted context stays in memory
+    report = predict_dataset(est, args.test, args.out, columns=features, keep=args.keep, overwrite=args.overwrite,
+                             batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS, progress=progress,
+                             inputs=(args.train, args.checkpoint))
     weights = f"checkpoint {stem}" if stem is not None else "its shipped weights"
-    print(f"tabzoo predict: {len(out)} predictions ({len(out.columns)} columns) of {args.model or cls.__name__} "
-          f"with {weights} written to {args.out or 'stdout'} in {time.perf_counter() - t0:.1f} s",
-          file=sys.stderr)
+    print(f"tabzoo predict: {report.rows} predictions ({len(report.columns)} columns) of {args.model or cls.__name__} "
+          f"with {weights} written to {args.out or 'stdout'} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(f"tabzoo predict: streamed in {report.batches} batch(es) of at most {report.max_batch_rows} rows, "
+          f"{report.rows_per_second:,.0f} rows/s", file=sys.stderr)
     return 0

@@ -23,6 +23,7 @@ members' predicted values.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -301,7 +302,9 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         stem = Path(path)
         if stem.suffix in {".json", ".safetensors"}:
             stem = stem.with_suffix("")
-        params = self.get_params(deep=False)
+        # a dataclass parameter (e.g. fine_tune=FineTune(...)) is stored as its dict, which the class accepts back
+        params = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+                  for k, v in self.get_params(deep=False).items()}
         encoder: OneHotExpander | None = getattr(self, "encoder_", None)
         state = {
             "params": params,

@@ -9,6 +9,7 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.base import InContextEstimator
+from tabzoo.estimators.joint import JointPredictMixin
 from tabzoo.estimators.sk import (
     ClassifierMixin,
     RegressorMixin,
@@ -28,7 +29,7 @@ def _tags(tags: Any) -> Any:
     return tags
 
 
-class InContextClassifier(ClassifierMixin, InContextEstimator):
+class InContextClassifier(JointPredictMixin, ClassifierMixin, InContextEstimator):
     """scikit-learn classifier around an in-context model (no gradient training in ``fit``).
 
     :param n_estimators: ensemble members (feature permutations and class rotations).
@@ -123,7 +124,7 @@ class InContextClassifier(ClassifierMixin, InContextEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
-class InContextRegressor(RegressorMixin, InContextEstimator):
+class InContextRegressor(JointPredictMixin, RegressorMixin, InContextEstimator):
     """scikit-learn regressor around an in-context model.
 
     The targets are standardised with the training mean and standard deviation before they

@@ -40,8 +40,9 @@ from tabzoo.estimators.forward import (
 )
 from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
 from tabzoo.estimators.local import LocalContexts, fit_local_contexts
-from tabzoo.estimators.memory import check_memory, in_context_bytes
 from tabzoo.estimators.options import resolve_inference_dtype
+from tabzoo.kernels.memory import check_memory, in_context_bytes
+from tabzoo.kernels.threads import model_flops_per_row, op_threads
 
 __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "MANY_CLASS", "N_CODES", "EnsemblePath", "NonFiniteOutputError"]
 
@@ -142,7 +143,7 @@ class EnsemblePath:
 
     def _check_memory(self, member_ids: Sequence[int], n_context: int, batch: int, width: int | None) -> None:
         """Refuse before encoding when one pass (``batch`` members of ``n_context`` rows plus a query
-        chunk) would exceed the memory limit (:mod:`tabzoo.estimators.memory`)."""
+        chunk) would exceed the memory limit (:mod:`tabzoo.kernels.memory`)."""
         cols = width or max(len(self.members_[i].features) for i in member_ids)
         rows = n_context + int(getattr(self, "chunk_size", 1024))
         check_memory(f"{type(self).__name__}.predict", in_context_bytes(self.model_, batch, rows, cols),
@@ -168,7 +169,8 @@ class EnsemblePath:
         width = self._width(member_ids)
         self._check_memory(member_ids, max(len(c) for c in contexts), 1 if hook.per_member else len(views), width)
         w = None if weights is None else torch.from_numpy(np.asarray(weights, dtype=np.float32)).unsqueeze(0).to(dev)
-        with torch.inference_mode(), self._autocast():
+        flops = model_flops_per_row(self.model_) * max(len(c) for c in contexts) * (1 if hook.per_member else len(views))
+        with torch.inference_mode(), self._autocast(), op_threads(flops):
             if hook.per_member:
                 states = []
                 for v, c, ym in zip(views, contexts, y_members, strict=True):
@@ -189,9 +191,11 @@ class EnsemblePath:
         views = [self._views()[i] for i in member_ids]
         width = self._width(member_ids)
         temp = float(getattr(self, "softmax_temperature", 1.0))
+        per_row = model_flops_per_row(self.model_) * len(views)
+        n_context = int(state[0].shape[1]) if isinstance(hook, ConcatForward) else 0  # it reruns the context
         for sl in self._chunks(x_query.shape[0]):
             q = member_batch(views, [x_query[sl]] * len(views), width).to(dev)
-            with torch.inference_mode(), self._autocast():
+            with torch.inference_mode(), self._autocast(), op_threads(per_row * (n_context + sl.stop - sl.start)):
                 out = hook.predict_query(state, q)
             if out.dim() != 3 or out.shape[:2] != (len(views), sl.stop - sl.start):
                 raise TabzooInputError(

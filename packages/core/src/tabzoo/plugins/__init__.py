@@ -1,13 +1,16 @@
 """Plugins: pluggy hooks discovered through the ``tabzoo`` entry-point group.
 
-A plugin package declares ``[project.entry-points.tabzoo] myname = "mypkg.plugin"``; its
-``plugin.py`` holds only ``@hookimpl`` functions and imports its model lazily.
+A plugin package declares ``[project.entry-points.tabzoo] myname = "mypkg.plugin:plugin"``; its
+``plugin.py`` holds one :class:`ModelPlugin` declaration (specs from the config dataclass, paths of
+its cases, demo and subcommands) and imports its model lazily. A module of ``@hookimpl`` functions
+(``myname = "mypkg.plugin"``) works too, for plugins that add no model (e.g. only priors).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tabzoo.plugins.from_config import config_fields, spec_from_config
 from tabzoo.plugins.hookspecs import HOOK_NAMES, hookimpl, hookspec
 from tabzoo.plugins.manager import (
     GROUP,
@@ -15,8 +18,18 @@ from tabzoo.plugins.manager import (
     get_registry,
     reset_registry,
 )
+from tabzoo.plugins.model_plugin import ModelPlugin
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
-from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, PriorSpec, resolve_object
+from tabzoo.plugins.specs import (
+    ArchitectureSpec,
+    CaseFactory,
+    CommandSpec,
+    ConfigField,
+    DemoSpec,
+    PriorSpec,
+    lazy_callable,
+    resolve_object,
+)
 
 __all__ = [
     "GROUP",
@@ -24,21 +37,28 @@ __all__ = [
     "ArchitectureSpec",
     "CaseFactory",
     "CaseFailure",
+    "CommandSpec",
+    "ConfigField",
+    "DemoSpec",
+    "ModelPlugin",
     "PluginFailure",
     "PluginRecord",
     "PluginRegistry",
     "PriorSpec",
+    "config_fields",
     "get_architecture",
     "get_prior",
     "get_registry",
     "hookimpl",
     "hookspec",
+    "lazy_callable",
     "list_architectures",
     "list_conformance_cases",
     "list_plugins",
     "list_priors",
     "reset_registry",
     "resolve_object",
+    "spec_from_config",
 ]
 
 

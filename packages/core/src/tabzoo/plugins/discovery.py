@@ -284,6 +284,8 @@ def describe(reg: Any) -> dict[str, Any]:
             {"name": n, "kind": reg.items["priors"][n].obj.kind}
             for n in rec.provides.get("priors", []) if n in reg.items["priors"]
         ]
+        commands = reg.items.get("commands", {})
+        item["commands"] = [n for n in rec.provides.get("commands", []) if n in commands]
         kinds = sorted(k for k, v in rec.provides.items() if v)
         item["kind"] = ",".join(kinds) if kinds else None
         out.append(item)

@@ -43,9 +43,22 @@ def tabzoo_conformance_cases(register: Register) -> None:
     """Register conformance cases: call ``register(tabzoo.testing.ConformanceCase(...))`` for each."""
 
 
+@hookspec
+def tabzoo_register_commands(register: Register) -> None:
+    """Register ``tabzoo`` subcommands: call ``register(CommandSpec(name, "pkg.cli:add_parser"))`` for each
+    (like ``llm``'s ``register_commands``; the parser is imported only when its subcommand runs)."""
+
+
+@hookspec
+def tabzoo_register_demos(register: Register) -> None:
+    """Register ``tabzoo demo`` entries: call ``register(DemoSpec(name, "pkg.demo:run_demo"))`` for each."""
+
+
 HOOK_NAMES: tuple[str, ...] = (
     "tabzoo_register_architectures",
     "tabzoo_register_kernel_backends",
     "tabzoo_register_priors",
     "tabzoo_conformance_cases",
+    "tabzoo_register_commands",
+    "tabzoo_register_demos",
 )

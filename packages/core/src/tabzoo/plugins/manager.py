@@ -42,7 +42,7 @@ import pluggy
 from tabzoo.errors import AmbiguousPluginError, PluginBuildError, PluginLoadError, TabzooInputError
 from tabzoo.plugins import hookspecs
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
-from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, PriorSpec
+from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, CommandSpec, DemoSpec, PriorSpec
 
 logger = logging.getLogger(__name__)
 GROUP = "tabzoo"
@@ -108,7 +108,7 @@ class PluginRegistry:
     entries of every distribution that registered an ambiguous name.
     """
 
-    KINDS = ("architectures", "kernel_backends", "priors", "conformance_cases")
+    KINDS = ("architectures", "kernel_backends", "priors", "conformance_cases", "commands", "demos")
 
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
@@ -365,8 +365,9 @@ class PluginRegistry:
 
 
 def _validate(kind: str, obj: Any) -> Any:
-    expected: type[ArchitectureSpec] | type[PriorSpec] | None = {
-        "architectures": ArchitectureSpec, "priors": PriorSpec}.get(kind)
+    expected: type[ArchitectureSpec | PriorSpec | CommandSpec | DemoSpec] | None = {
+        "architectures": ArchitectureSpec, "priors": PriorSpec, "commands": CommandSpec, "demos": DemoSpec,
+    }.get(kind)
     if expected is not None and not isinstance(obj, expected):
         raise PluginLoadError(
             f"register() for {kind} expects a {expected.__name__}, got {type(obj).__name__}; "

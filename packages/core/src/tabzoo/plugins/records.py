@@ -19,7 +19,7 @@ class PluginFailure:
         ``build`` raised).
     :param error: ``"ExceptionType: message"``.
     :param hook: the hook that was running, if any.
-    :param kind: ``architectures``, ``kernel_backends``, ``priors`` or ``conformance_cases``.
+    :param kind: ``architectures``, ``kernel_backends``, ``priors``, ``conformance_cases``, ``commands`` or ``demos``.
     :param name: the registered thing's name, when known.
     """
 

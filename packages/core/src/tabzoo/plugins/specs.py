@@ -40,11 +40,45 @@ def resolve_object(path: str) -> Any:
 
 
 @dataclass(frozen=True)
+class ConfigField:
+    """One key of an architecture's config, read from the plugin's config dataclass.
+
+    :param name: the key.
+    :param type: its annotation, as written in the dataclass (e.g. ``"int"``, ``"str | None"``).
+    :param default: the value ``default_config`` holds for it (``None`` = the preset's value when
+        the config has a ``preset`` key).
+    :param doc: its ``:param name:`` line of the dataclass docstring ("" when it has none).
+    :param required: the dataclass has no default for it (the caller must give it).
+    """
+
+    name: str
+    type: str
+    default: Any = None
+    doc: str = ""
+    required: bool = False
+
+
+def lazy_callable(path: str) -> Callable[..., Any]:
+    """A function that imports ``"package.module:attr"`` on its first call and forwards to it."""
+    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
+        raise TabzooInputError(f"{path!r} is not of the form 'package.module:function'.")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return resolve_object(path)(*args, **kwargs)
+
+    call.__name__ = path.rpartition(":")[2]
+    call.__qualname__ = path
+    call.__doc__ = f"Import and call ``{path}``."
+    return call
+
+
+@dataclass(frozen=True)
 class ArchitectureSpec:
     """A model architecture a plugin provides.
 
     :param name: unique name, e.g. ``"tabflex"``.
-    :param build: ``build(config: dict) -> torch.nn.Module``; imports the model lazily.
+    :param build: ``build(config: dict) -> torch.nn.Module``, or ``"package.module:build"`` (imported
+        on the first build, so registering imports no model code).
     :param default_config: the config ``build`` uses when none is given.
     :param capabilities: property names from :mod:`tabzoo.testing` the model claims.
     :param kind: one of :data:`ARCHITECTURE_KINDS`.
@@ -52,9 +86,8 @@ class ArchitectureSpec:
     :param regressor: ``"pkg.module:ClassName"`` of its scikit-learn regressor, or ``None`` (when
         ``estimator`` is a classifier and the plugin also ships a regressor).
     :param pretrained: names of the checkpoints it ships as package data.
-    :param demo: ``"pkg.module:function"`` of its ``tabzoo demo`` entry, a function
-        ``run_demo(*, seed=0, quick=True) -> list[dict]`` (see :mod:`tabzoo.cli.demo_cmd`). When
-        ``None``, ``tabzoo demo`` looks for ``<plugin package>.demo:run_demo`` by convention.
+    :param config_fields: type, default and docstring of every key of ``default_config`` (see
+        :func:`tabzoo.plugins.spec_from_config`, which fills it from the plugin's config dataclass).
     """
 
     name: str
@@ -66,9 +99,12 @@ class ArchitectureSpec:
     regressor: str | None = None
     pretrained: tuple[str, ...] = ()
     description: str = ""
-    demo: str | None = None
+    config_fields: tuple[ConfigField, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.build, str):
+            object.__setattr__(self, "build", lazy_callable(self.build))
+        object.__setattr__(self, "config_fields", tuple(self.config_fields))
         ArchitectureSpec.validate(self)
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
 
@@ -94,17 +130,15 @@ class ArchitectureSpec:
                 f"architecture {self.name!r}: capabilities must be a set of capability names (strings), "
                 f"e.g. frozenset({{'in_context'}}); got {self.capabilities!r}."
             )
+        if not all(isinstance(f, ConfigField) for f in self.config_fields):
+            raise TabzooInputError(
+                f"architecture {self.name!r}: config_fields must be ConfigField records "
+                "(tabzoo.plugins.spec_from_config builds them from the config dataclass)."
+            )
         if self.regressor is not None and (not isinstance(self.regressor, str) or ":" not in self.regressor):
             raise TabzooInputError(
                 f"architecture {self.name!r}: regressor must be 'package.module:ClassName' or None, "
                 f"got {self.regressor!r}."
-            )
-        if self.demo is not None and (
-            not isinstance(self.demo, str) or self.demo.count(":") != 1 or not all(self.demo.split(":"))
-        ):
-            raise TabzooInputError(
-                f"architecture {self.name!r}: demo must be 'package.module:function' (e.g. "
-                f"'my_pkg.demo:run_demo') or None; got {self.demo!r}."
             )
 
     def create(self, config: Mapping[str, Any] | None = None) -> Any:
@@ -114,10 +148,15 @@ class ArchitectureSpec:
         if unknown:
             raise TabzooInputError(
                 f"architecture {self.name!r} has no config keys {sorted(unknown)}; "
-                f"known keys are {sorted(merged)}."
+                f"known keys are {self.describe_keys(sorted(merged))}."
             )
         merged.update(config or {})
         return self.build(merged)
+
+    def describe_keys(self, keys: list[str]) -> str:
+        """``keys`` with their types (from ``config_fields``), for messages: ``"d (int), name (str)"``."""
+        types = {f.name: f.type for f in self.config_fields}
+        return ", ".join(f"{k} ({types[k]})" if k in types else k for k in keys)
 
     def estimator_class(self) -> Any:
         """Import and return the estimator class, or raise when the plugin has none."""
@@ -181,3 +220,71 @@ class CaseFactory:
         _check_name(self.name, "conformance case")
         if not callable(self.factory):
             raise TabzooInputError(f"conformance case {self.name!r}: factory must be callable() -> ConformanceCase.")
+
+
+def _check_path(value: Any, what: str, example: str) -> None:
+    if not callable(value) and (not isinstance(value, str) or value.count(":") != 1 or not all(value.split(":"))):
+        raise TabzooInputError(f"{what} must be 'package.module:function' (e.g. {example!r}) or a callable; "
+                               f"got {value!r}.")
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """A plugin's ``tabzoo demo`` entry: ``register(DemoSpec("mymodel", "my_pkg.demo:run_demo"))``.
+
+    :param name: the demo's name (usually the architecture's).
+    :param run: ``run_demo(*, seed=0, quick=True) -> list[dict]`` (the contract is in
+        :mod:`tabzoo.cli._demo`), or its ``"package.module:function"`` path, imported when it runs.
+        An in-context classifier that registers no demo gets the core's default demo.
+    """
+
+    name: str
+    run: Callable[..., Any] | str
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        DemoSpec.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
+        _check_name(self.name, "demo")
+        _check_path(self.run, f"demo {self.name!r}: run", "my_pkg.demo:run_demo")
+
+    @property
+    def target(self) -> str:
+        """Where the demo lives, for reports: its path, or the function's module and name."""
+        if isinstance(self.run, str):
+            return self.run
+        return f"{getattr(self.run, '__module__', '?')}:{getattr(self.run, '__qualname__', '?')}"
+
+    def load(self) -> Callable[..., Any]:
+        """The demo function (imported now when ``run`` is a path)."""
+        return resolve_object(self.run) if isinstance(self.run, str) else self.run
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``tabzoo`` subcommand a plugin adds: ``register(CommandSpec("ramba", "tabzoo_ramba.cli:add_parser"))``.
+
+    :param name: the subcommand (``tabzoo <name> ...``); it may not shadow a core command.
+    :param add_parser: ``add_parser(subparsers)`` (adds the subcommand's argparse parser and sets
+        ``func(args) -> exit code`` on it), or its ``"package.module:function"`` path. It is imported
+        only when ``tabzoo <name>`` runs, so ``tabzoo --help`` stays fast.
+    :param help: one line for ``tabzoo plugins``.
+    """
+
+    name: str
+    add_parser: Callable[[Any], None] | str
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        CommandSpec.validate(self)
+
+    def validate(self) -> None:
+        """Check every field (re-run by the registry at ``register()``)."""
+        _check_name(self.name, "command")
+        _check_path(self.add_parser, f"command {self.name!r}: add_parser", "my_pkg.cli:add_parser")
+
+    def load(self) -> Callable[[Any], None]:
+        """The ``add_parser`` function (imported now when given as a path)."""
+        return resolve_object(self.add_parser) if isinstance(self.add_parser, str) else self.add_parser

@@ -24,6 +24,12 @@ ROW_ATTENTION = "row_attention"
 """A model that attends across all rows (NPT, MultiTab inter-sample attention)."""
 RELATIONAL = "relational"
 """A model over a :class:`~tabzoo.table.RelationalDatabase` (Ramba)."""
+MULTITASK = "multitask"
+"""A model of several tasks at once (MultiTab): ``forward(x [B, N, F], y [B, N, T], query_mask
+[B, N, T]) -> [B, N, sum of the task widths]`` (the multitask protocol)."""
+INDEPENDENT_TASKS = "independent_tasks"
+"""Each task is predicted from its own labels only: claiming it extends ``task_isolation`` to the
+CONTEXT labels of the other tasks (without it, only their query labels are held fixed)."""
 
 # -- properties of in-context models -----------------------------------------------------
 CONTEXT_ORDER_INVARIANCE = "context_order_invariance"
@@ -40,6 +46,13 @@ LABEL_LEAK = "label_leak"
 # -- properties of row-attention and relational models -----------------------------------
 ROW_EQUIVARIANCE = "row_equivariance"
 """Permuting all rows (with their labels and query flags) permutes the outputs the same way."""
+TASK_ISOLATION = "task_isolation"
+"""Multitask: changing task B's labels of query rows (and of context rows, when the model claims
+:data:`INDEPENDENT_TASKS`) leaves every output of task A unchanged, for every pair A != B."""
+TASK_MASK = "task_mask"
+"""Multitask: the outputs split into the declared tasks (one block of the declared width each), and
+the per-task query mask is obeyed task by task: a label masked for task t is never read, even
+when the same row's other tasks are visible (a model that masks another task's column fails)."""
 TIME_CAUSALITY = "time_causality"
 """Rows later than the seed time, and labels not yet available at it, change nothing."""
 INPUT_ORDER_INVARIANCE = "input_order_invariance"
@@ -80,7 +93,8 @@ FEATURE_ORDER_INVARIANCE = "feature_order_invariance"
 (the issue's "feature-permutation equivariance": the outputs have no feature axis, so they are
 invariant). Only for models that claim it (set-based feature encoders)."""
 
-MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL, MISSING_VALUES})
+MARKERS: frozenset[str] = frozenset({IN_CONTEXT, ROW_ATTENTION, RELATIONAL, MULTITASK, INDEPENDENT_TASKS,
+                                     MISSING_VALUES})
 PROPERTIES: tuple[str, ...] = (
     CONTEXT_ORDER_INVARIANCE,
     QUERY_EQUIVARIANCE,
@@ -88,6 +102,8 @@ PROPERTIES: tuple[str, ...] = (
     NO_CONTEXT_QUERY_LEAK,
     LABEL_LEAK,
     ROW_EQUIVARIANCE,
+    TASK_ISOLATION,
+    TASK_MASK,
     FEATURE_ORDER_INVARIANCE,
     TIME_CAUSALITY,
     INPUT_ORDER_INVARIANCE,
@@ -118,6 +134,7 @@ MINIMUM: dict[str, frozenset[str]] = {
     "in-context": frozenset({CONTEXT_ORDER_INVARIANCE, QUERY_EQUIVARIANCE, QUERY_INDEPENDENCE, NO_CONTEXT_QUERY_LEAK,
                              LABEL_LEAK, DETERMINISM, BAD_INPUT}),
     "rows": frozenset({ROW_EQUIVARIANCE, LABEL_LEAK, DETERMINISM, BAD_INPUT}),
+    "multitask": frozenset({ROW_EQUIVARIANCE, LABEL_LEAK, TASK_ISOLATION, TASK_MASK, DETERMINISM, BAD_INPUT}),
     "relational": frozenset({TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, BAD_INPUT}),
 }
 """The capabilities a case of each protocol must declare (or list as expected failures with a
@@ -128,6 +145,11 @@ IN_CONTEXT_DEFAULTS: frozenset[str] = frozenset(
 )
 """What a strict in-context model (TabPFN-style, query rows read only context) claims."""
 ROW_ATTENTION_DEFAULTS: frozenset[str] = frozenset({ROW_ATTENTION, ROW_EQUIVARIANCE, QUERY_EQUIVARIANCE} | UNIVERSAL)
+MULTITASK_DEFAULTS: frozenset[str] = frozenset(
+    {MULTITASK, ROW_EQUIVARIANCE, QUERY_EQUIVARIANCE, TASK_ISOLATION, TASK_MASK} | UNIVERSAL
+)
+"""What a multitask row-attention model (MultiTab) claims; add :data:`INDEPENDENT_TASKS` when each
+task reads only its own labels."""
 RELATIONAL_DEFAULTS: frozenset[str] = frozenset(
     {RELATIONAL, TIME_CAUSALITY, INPUT_ORDER_INVARIANCE, DETERMINISM, CHECKPOINT_ROUNDTRIP, BAD_INPUT, FINITE_OUTPUTS}
 )

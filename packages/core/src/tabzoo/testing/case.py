@@ -12,6 +12,12 @@ A case bundles a small config, the callables under test and the capabilities cla
     ``forward(model, x, y, query_mask) -> [B, N, ...]`` with ``query_mask [B, N]`` bool
     (``True`` = this row's target is masked and must not be read). Default:
     ``model(x, y, query_mask)``.
+``"multitask"`` (MultiTab, any model of several tasks)
+    ``forward(model, x, y, query_mask) -> [B, N, sum of task widths]`` with ``y [B, N, T]`` (one
+    label column per declared task, :attr:`ConformanceCase.tasks`) and ``query_mask [B, N, T]``
+    bool (``True`` = this row's label of this task is masked and must not be read). Task ``t``'s
+    outputs are the next :func:`task_width` columns. Every rows check runs on it (per task), plus
+    ``task_isolation`` and ``task_mask``. Default: ``model(x, y, query_mask)``.
 ``"relational"`` (Ramba)
     ``forward(model, db, seeds) -> [n_seeds, ...]`` with ``db`` a
     :class:`~tabzoo.table.RelationalDatabase` and ``seeds`` a list of
@@ -32,7 +38,11 @@ from typing import Any
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 
-PROTOCOLS = ("in-context", "rows", "relational")
+PROTOCOLS = ("in-context", "rows", "multitask", "relational")
+ROW_PROTOCOLS = ("in-context", "rows", "multitask")
+"""Protocols over a batch of row sets (generated ``x [B, N, F]``)."""
+MASKED_PROTOCOLS = ("rows", "multitask")
+"""Protocols whose forward takes a query mask (every row's output is returned)."""
 OUTPUTS = ("auto", "logits", "probabilities", "values")
 """What a forward returns along its last axis (``finite_outputs`` checks probabilities further)."""
 STATUSES = ("passed", "failed", "xfail", "skipped", "error")
@@ -87,7 +97,19 @@ class ConformanceCase:
         (first layer first) over row positions, for the static leak proofs.
     :param n_features: feature count of generated inputs (keep within the model's maximum).
     :param n_classes: classes of generated labels (``0`` = regression, values ~ N(0, 1)).
-    :param max_rows: the largest row count the kit generates.
+    :param max_rows: the largest row count of the small search phase (the large phase and
+        ``--thorough`` go further, see :mod:`tabzoo.testing.checks._common`).
+    :param max_features: the largest feature count the model accepts; the size search draws
+        feature counts from ``n_features`` up to it (``None``: ``n_features`` only, a fixed width).
+    :param max_classes: the largest class count the model accepts; the size search draws class
+        counts up to it (``None``: ``n_classes`` only).
+    :param tasks: multitask protocol: the classes of each task (``0`` = regression), e.g.
+        ``(2, 3, 0)``; task ``t``'s output block has :func:`task_width` ``(tasks[t])`` columns.
+    :param max_tasks: multitask: the largest task count the size search draws (needs
+        ``make_sized``; ``None``: the declared tasks only).
+    :param make_sized: ``make_sized(seed, sizes) -> model`` for models whose shape follows the
+        input sizes (``sizes["n_features"]``, ``sizes["n_classes"]``, ``sizes["tasks"]``): the
+        size search builds the model this way whenever an example leaves the declared sizes.
     :param scaling_axes: capability (e.g. ``LINEAR_IN_ROWS``) -> :class:`ScalingAxis` or
         ``(make_inputs, base_n)``. In-context cases get a default rows axis.
     :param bad_inputs: ``bad_inputs(model) -> iterable of (description, thunk)``; each thunk
@@ -106,6 +128,10 @@ class ConformanceCase:
         of at least one sentence (reported as ``xfail`` and listed in every summary). A minimum
         capability of the protocol (:data:`~tabzoo.testing.capabilities.MINIMUM`) that the model
         lacks must be listed here.
+    :param waivers: ``{check: reason}``: checks that may end ``skipped`` (NOT proven) here, each
+        with its reason of at least one sentence, e.g. a kernel check whose only other backends
+        need a GPU. :class:`~tabzoo.testing.runner.ConformanceCheck` turns any other skip into a
+        failure; a waived skip stays a skip whose message starts with ``waived:`` and the reason.
     :param outputs: what the forward returns: ``"logits"``, ``"probabilities"`` (the kit checks
         they lie in [0, 1] and sum to 1 over the last axis), ``"values"`` (regression), or
         ``"auto"`` (logits when ``n_classes`` > 0, else values). Always checked to be finite.
@@ -134,6 +160,11 @@ class ConformanceCase:
     n_features: int = 4
     n_classes: int = 3
     max_rows: int = 24
+    max_features: int | None = None
+    max_classes: int | None = None
+    tasks: tuple[int, ...] = ()
+    max_tasks: int | None = None
+    make_sized: Callable[[int, Mapping[str, Any]], Any] | None = None
     scaling_axes: Mapping[str, Any] = field(default_factory=dict)
     bad_inputs: Callable[[Any], Iterable[tuple[str, Callable[[], Any]]]] | None = None
     kernel_ops: tuple[str, ...] | None = None
@@ -145,6 +176,7 @@ class ConformanceCase:
     tol_scale: float = 1.0
     device: str = "cpu"
     expected_failures: Mapping[str, str] = field(default_factory=dict)
+    waivers: Mapping[str, str] = field(default_factory=dict)
     outputs: str = "auto"
     factory: str | None = None
     factory_args: Mapping[str, Any] = field(default_factory=dict)
@@ -171,13 +203,8 @@ class ConformanceCase:
                 )
             axes[key] = value if isinstance(value, ScalingAxis) else ScalingAxis(*value)
         object.__setattr__(self, "scaling_axes", axes)
-        for check, reason in dict(self.expected_failures).items():
-            if check not in cap.PROPERTIES or not is_reason(reason):
-                raise TabzooInputError(
-                    f"case {self.name!r}: expected_failures needs {{check: reason}} with a check from "
-                    f"{list(cap.PROPERTIES)} and a reason of at least one sentence ({MIN_REASON_WORDS}+ words, "
-                    f"{MIN_REASON_CHARS}+ characters) saying why; got {check!r}: {reason!r}."
-                )
+        self._check_reasons("waivers", "why it cannot be proven here, e.g. 'the fused backends need a CUDA GPU'")
+        self._check_reasons("expected_failures", "why")
         if not (isinstance(self.tol_scale, (int, float)) and 0 < self.tol_scale <= MAX_TOL_SCALE):
             raise TabzooInputError(
                 f"case {self.name!r}: tol_scale={self.tol_scale!r} must be in (0, {MAX_TOL_SCALE:g}]; a looser "
@@ -191,6 +218,41 @@ class ConformanceCase:
                     f"{missing}; declare them (capabilities=...), or list each in expected_failures with the "
                     "reason your model cannot have it."
                 )
+        self._check_sizes()
+
+    def _check_reasons(self, what: str, why: str) -> None:
+        """Every entry of ``self.<what>`` is ``{known check: a reason of at least one sentence}``."""
+        for check, reason in dict(getattr(self, what)).items():
+            if check not in cap.PROPERTIES or not is_reason(reason):
+                raise TabzooInputError(
+                    f"case {self.name!r}: {what} needs {{check: reason}} with a check from {list(cap.PROPERTIES)} "
+                    f"and a reason of at least one sentence ({MIN_REASON_WORDS}+ words, {MIN_REASON_CHARS}+ "
+                    f"characters) saying {why}; got {check!r}: {reason!r}."
+                )
+
+    def _check_sizes(self) -> None:
+        """Refuse size bounds below the declared sizes and task lists the protocol cannot take."""
+        object.__setattr__(self, "tasks", tuple(int(k) for k in self.tasks))
+        if (self.protocol == "multitask") != bool(self.tasks) or (self.tasks and len(self.tasks) < 2):
+            raise TabzooInputError(
+                f"case {self.name!r}: the multitask protocol needs tasks=(classes of each task, 0 = regression) with "
+                f"at least two tasks, and only it takes tasks; got protocol {self.protocol!r}, tasks {self.tasks!r}.")
+        if any(k < 0 or k == 1 for k in self.tasks):
+            raise TabzooInputError(f"case {self.name!r}: tasks {self.tasks!r}: a task has 0 (regression) or 2+ classes.")
+        for bound, at, what in ((self.max_features, self.n_features, "max_features"),
+                                (self.max_classes, self.n_classes, "max_classes"),
+                                (self.max_tasks, len(self.tasks), "max_tasks")):
+            if bound is not None and bound < at:
+                raise TabzooInputError(f"case {self.name!r}: {what}={bound} is below the declared size {at}; "
+                                       f"raise it or leave it None.")
+        if self.max_tasks is not None and self.max_tasks > len(self.tasks) and self.make_sized is None:
+            raise TabzooInputError(f"case {self.name!r}: max_tasks={self.max_tasks} needs make_sized(seed, sizes) "
+                                   "to build a model for another task list.")
+
+    @property
+    def task_widths(self) -> tuple[int, ...]:
+        """Output columns of each task (multitask protocol); ``()`` otherwise."""
+        return tuple(task_width(k) for k in self.tasks)
 
     # -- helpers the checks use --------------------------------------------------------------
     def effective_tolerance(self) -> dict[str, float]:
@@ -221,6 +283,12 @@ class ConformanceCase:
             x, y, n_context = args
             return model(x, y[:, :n_context])
         return model(*args)
+
+
+def task_width(n_classes: int) -> int:
+    """Output columns of one task: ``n_classes`` logits for 3+ classes, one logit for a binary
+    task, one value for regression (``n_classes == 0``)."""
+    return n_classes if n_classes >= 3 else 1
 
 
 def is_reason(reason: object) -> bool:

@@ -30,6 +30,8 @@ def checks_for(case: ConformanceCase) -> list[str]:
         universal = set(cap.UNIVERSAL)
         if case.protocol == "relational":
             universal -= {cap.LABEL_LEAK, cap.NO_CONTEXT_QUERY_LEAK, cap.BATCH_INDEPENDENCE}
+        if case.protocol == "multitask":  # every multitask model is held to its task properties
+            universal |= {cap.TASK_ISOLATION, cap.TASK_MASK}
         wanted |= universal
     wanted |= set(case.expected_failures)
     return [p for p in cap.PROPERTIES if p in wanted]
@@ -138,8 +140,10 @@ def check_conformance(
 class ConformanceCheck:
     """A callable ``check(case)`` for one property, as :func:`parametrize_with_checks` yields.
 
-    Calling it runs the check and raises ``AssertionError`` (with the reproducer) on failure,
-    ``pytest.skip`` when the check does not apply. Its ``repr`` is the property name.
+    Calling it runs the check and raises ``AssertionError`` (with the reproducer) on failure. A
+    skipped check is NOT proven and fails too, unless the case waives it (``case.waivers``: the
+    check with its reason, e.g. a GPU-only kernel check on a CPU machine): then it is skipped with
+    ``waived: <reason>``. Its ``repr`` is the property name.
     """
 
     def __init__(self, name: str, *, seed: int = 0, max_examples: int = 10) -> None:
@@ -151,9 +155,15 @@ class ConformanceCheck:
     def __call__(self, case: ConformanceCase) -> CheckResult:
         result = run_check(case, self.name, seed=self.seed, max_examples=self.max_examples)
         if result.status == "skipped":
+            reason = case.waivers.get(self.name)
+            if reason is None:
+                raise AssertionError(
+                    f"{result} -- a skipped check is not proven. If it cannot run here (e.g. it needs a GPU), "
+                    f"declare ConformanceCase(waivers={{{self.name!r}: '<why it cannot be proven here>'}}); if it does "
+                    "not apply to the model, do not claim the capability.")
             import pytest
 
-            pytest.skip(f"{result.check}: {result.message}")
+            pytest.skip(f"waived: {reason} ({result.check}: {result.message})")
         if result.status in ("failed", "error"):
             raise AssertionError(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
         return result

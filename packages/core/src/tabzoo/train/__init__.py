@@ -5,6 +5,8 @@
   models (e.g. Ramba) with their own ``pretrain_loss(batch)``.
 * :func:`fit` (:mod:`tabzoo.train.fit`): one model fitted on one user table (NPT, MultiTab-Net,
   Ramba fine-tuning); the model supplies a :class:`FitTask` (its batches and loss).
+* :class:`FineTuneMixin` (:mod:`tabzoo.train.finetune`): ``fine_tune=`` of the in-context estimators,
+  their pretrained weights fine-tuned on the user's table through :func:`fit`.
 
 Public names: :func:`pretrain`, :class:`TrainConfig`, :class:`TrainResult`,
 :func:`episode_loss`, :func:`model_inputs`, :func:`batch_seed`, :class:`WarmupCosine`,
@@ -15,12 +17,15 @@ Public names: :func:`pretrain`, :class:`TrainConfig`, :class:`TrainResult`,
 from __future__ import annotations
 
 from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.finetune import FineTune, FineTuneMixin
 from tabzoo.train.fit import Evaluation, FitConfig, FitResult, FitTask, fit
 from tabzoo.train.loop import TrainResult, episode_loss, model_inputs, pretrain
 from tabzoo.train.state import load_history, load_latest
 
 __all__ = [
     "Evaluation",
+    "FineTune",
+    "FineTuneMixin",
     "FitConfig",
     "FitResult",
     "FitTask",

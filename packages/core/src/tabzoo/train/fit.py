@@ -88,6 +88,8 @@ class FitConfig:
         step is always validated.
     :param patience: validations without improvement before stopping.
     :param min_delta: an evaluation improves when its loss is below the best by more than this.
+    :param min_steps: no early stop before this many steps (the best weights are still tracked);
+        for objectives whose weighting moves during training, e.g. NPT's annealed loss trade-off.
     :param checkpoint_every: epochs between calls of the ``checkpoint`` hook.
     """
 
@@ -104,6 +106,7 @@ class FitConfig:
     eval_every: int | None = None
     patience: int = 10
     min_delta: float = 0.0
+    min_steps: int = 0
     seed: int = 0
     progress: bool = False
     desc: str = "fit"
@@ -369,7 +372,7 @@ class _Fit:
             self.best_state = copy.deepcopy(self.model.state_dict())
             return False
         self.since_best += 1
-        if self.since_best >= self.cfg.patience:
+        if self.since_best >= self.cfg.patience and self.result.steps >= self.cfg.min_steps:
             logger.info("early stop at step %d, epoch %d (best: step %d, loss %.4g)", ev.step, ev.epoch,
                         self.result.best_step, self.result.best_loss)
             self.result.stopped_early = True

@@ -15,6 +15,7 @@ from tabzoo.testing.case import CheckResult
 from tabzoo.testing.checks.determinism import check_determinism
 from tabzoo.testing.checks.kernels import INPUT_GENERATORS, check_kernel_equivalence
 from tabzoo.testing.checks.misc import check_bad_input, check_checkpoint_roundtrip
+from tabzoo.testing.checks.multitask import check_task_isolation, check_task_mask
 from tabzoo.testing.checks.relational import (
     check_input_order_invariance,
     check_time_causality,
@@ -49,6 +50,8 @@ CHECKS: dict[str, Check] = {
     cap.NO_CONTEXT_QUERY_LEAK: check_no_context_query_leak,
     cap.LABEL_LEAK: check_label_leak,
     cap.ROW_EQUIVARIANCE: check_row_equivariance,
+    cap.TASK_ISOLATION: check_task_isolation,
+    cap.TASK_MASK: check_task_mask,
     cap.FEATURE_ORDER_INVARIANCE: check_feature_order_invariance,
     cap.TIME_CAUSALITY: check_time_causality,
     cap.INPUT_ORDER_INVARIANCE: check_input_order_invariance,
@@ -87,6 +90,8 @@ __all__ = [
     "check_query_equivariance",
     "check_query_independence",
     "check_row_equivariance",
+    "check_task_isolation",
+    "check_task_mask",
     "check_time_causality",
     "fitted_slope",
     "toy_database",

@@ -28,10 +28,26 @@ from typing import Any
 
 import torch
 
-from tabzoo.testing.case import CheckResult, ConformanceCase
+from tabzoo.testing.case import MASKED_PROTOCOLS, CheckResult, ConformanceCase
+from tabzoo.testing.checks.sizes import (  # re-exported: the size search lives there
+    LARGE,
+    LARGE_MIN,
+    PROFILE_ENV,
+    PROFILES,
+    SMALL_QUERY,
+    claims_missing,
+    largest_spec,
+    profile,
+    sized,
+    spec_strategy,
+)
+
+__all__ = ["LARGE", "LARGE_MIN", "PROFILES", "PROFILE_ENV", "SMALL_QUERY", "Outcome", "claims_missing", "discrepancy",
+           "keep_valid", "largest_spec", "make_rows", "other_labels", "perturbation", "profile", "query_mask",
+           "query_mask_for", "regression_tasks", "run_examples", "run_rows", "shrink_spec", "sized", "skipped",
+           "spec_strategy"]
 
 logger = logging.getLogger("tabzoo.testing")
-
 
 
 @dataclass
@@ -84,66 +100,9 @@ def _as_tensor(x: Any) -> torch.Tensor:
     return torch.as_tensor(x)
 
 
-SMALL_QUERY = (2, 8)
-LARGE: dict[str, int] = {"batch": 4, "n_context": 512, "n_query": 64}
-LARGE_MIN: dict[str, int] = {"batch": 1, "n_context": 64, "n_query": 16}
-PROFILE_ENV = "TABZOO_CONFORMANCE_PROFILE"
-PROFILES: dict[str, dict[str, int]] = {
-    "default": {**LARGE, "examples": 1},
-    "thorough": {"batch": 2, "n_context": 4096, "n_query": 256, "examples": 5},
-}
-"""Search budgets: the large phase's largest sizes and a multiplier of every phase's examples.
-``thorough`` (``tabzoo conformance --thorough``, the nox ``thorough`` session) searches contexts up
-to 4,096 rows, where fused or sampled paths switch on."""
-
-
-def profile() -> dict[str, int]:
-    """The active search budget (``$TABZOO_CONFORMANCE_PROFILE``, default ``"default"``)."""
-    import os
-
-    from tabzoo.errors import TabzooInputError
-
-    name = os.environ.get(PROFILE_ENV, "default")
-    if name not in PROFILES:
-        raise TabzooInputError(f"{PROFILE_ENV}={name!r}; use one of {sorted(PROFILES)}.")
-    return PROFILES[name]
-
-
-def spec_strategy(case: ConformanceCase, phase: str) -> Any:
-    """A hypothesis strategy of example specs (without ``model_seed``) for the row protocols."""
-    import hypothesis.strategies as st
-
-    lo_ctx = max(2, case.n_classes)
-    if phase == "large":
-        top = profile()
-        batch = st.integers(LARGE_MIN["batch"], top["batch"])
-        n_context = st.integers(max(lo_ctx, LARGE_MIN["n_context"]), top["n_context"])
-        n_query = st.integers(LARGE_MIN["n_query"], top["n_query"])
-    else:
-        batch = st.integers(1, 2)
-        n_query = st.integers(*SMALL_QUERY)
-        n_context = st.integers(lo_ctx, max(lo_ctx, case.max_rows - SMALL_QUERY[0]))
-
-    def build(t: tuple[int, int, int, int, bool, bool, bool]) -> dict[str, Any]:
-        b, nc, nq, seed, ties, dups, missing = t
-        spec = {"sizes": {"batch": b, "n_context": nc, "n_query": nq, "n_features": case.n_features},
-                "data_seed": seed, "ties": ties, "duplicates": dups}
-        return {**spec, "missing": True} if missing else spec
-
-    missing = st.booleans() if claims_missing(case) else st.just(False)
-    return st.tuples(batch, n_context, n_query, st.integers(0, 2**31 - 1), st.booleans(), st.booleans(),
-                     missing).map(build)
-
 
 MISSING_RATE = 0.2
 """Share of feature values set to NaN in an example with ``missing`` (context and query rows)."""
-
-
-def claims_missing(case: ConformanceCase) -> bool:
-    """The case declares that its forward accepts NaN features."""
-    from tabzoo.testing import capabilities as cap
-
-    return cap.MISSING_VALUES in case.capabilities
 
 
 def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,25 +116,19 @@ def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = No
     """
     if "sizes" not in spec:
         spec = {"sizes": spec, "data_seed": seed or 0}
+    case = sized(case, spec)
     sizes = spec["sizes"]
     g = torch.Generator().manual_seed(int(spec.get("data_seed", 0)))
     b, nc, nq, f = sizes["batch"], sizes["n_context"], sizes["n_query"], sizes["n_features"]
     x = torch.randn(b, nc + nq, f, generator=g)
     if spec.get("ties"):
         x = torch.round(x * 2) / 2  # a coarse grid: many tied values in every column
-    if case.n_classes:
-        y = torch.randint(0, case.n_classes, (b, nc + nq), generator=g).float()
-        k = min(nc, case.n_classes)
-        y[:, :k] = torch.arange(k, dtype=torch.float32)
-        y[:, :nc] = y[:, torch.randperm(nc, generator=g)]
-        if nc >= case.n_classes:  # query labels are classes the context holds
-            y[:, nc:] = torch.remainder(y[:, nc:], case.n_classes)
+    if case.tasks:  # multitask: one label column per task, each drawn like a single task's
+        y = torch.stack([_labels(k, b, nc, nq, g, bool(spec.get("ties"))) for k in case.tasks], dim=-1)
     else:
-        y = torch.randn(b, nc + nq, generator=g)
-        if spec.get("ties"):
-            y = torch.round(y * 2) / 2
+        y = _labels(case.n_classes, b, nc, nq, g, bool(spec.get("ties")))
     absent = spec.get("absent_class")
-    if absent is not None and case.n_classes >= 3:  # one class never occurs (context nor query)
+    if absent is not None and case.n_classes >= 3 and not case.tasks:  # one class never occurs (context nor query)
         y = torch.where(y == float(absent), torch.remainder(y + 1, case.n_classes), y)
     if spec.get("duplicates") and nc >= 2:
         half = max(1, nc // 2)
@@ -192,24 +145,59 @@ def make_rows(case: ConformanceCase, spec: dict[str, Any], seed: int | None = No
     return x.to(case.device, torch_dtype(case)), y.to(case.device)
 
 
+def _labels(k: int, b: int, nc: int, nq: int, g: torch.Generator, ties: bool) -> torch.Tensor:
+    """Labels ``[B, N]`` of one task with ``k`` classes (``0``: regression values ~ N(0, 1))."""
+    if k:
+        y = torch.randint(0, k, (b, nc + nq), generator=g).float()
+        m = min(nc, k)
+        y[:, :m] = torch.arange(m, dtype=torch.float32)
+        y[:, :nc] = y[:, torch.randperm(nc, generator=g)]
+        if nc >= k:  # query labels are classes the context holds
+            y[:, nc:] = torch.remainder(y[:, nc:], k)
+        return y
+    y = torch.randn(b, nc + nq, generator=g)
+    return torch.round(y * 2) / 2 if ties else y
+
+
 def perturbation(shape: tuple[int, ...], seed: int, like: torch.Tensor, scale: float = 3.0) -> torch.Tensor:
     """Seeded replacement values of ``shape`` (``randn * scale``) on ``like``'s device and dtype."""
     return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(like)
 
 
 def other_labels(case: ConformanceCase, y: torch.Tensor, seed: int) -> torch.Tensor:
-    """Labels that differ from ``y`` everywhere (a different class, or a shifted value)."""
+    """Labels that differ from ``y`` everywhere (a different class, or a shifted value); per task
+    (last axis) in the multitask protocol."""
     g = torch.Generator().manual_seed(seed)
-    if case.n_classes:
-        shift = torch.randint(1, max(2, case.n_classes), y.shape, generator=g).to(y.device)
-        return torch.remainder(y + shift, max(2, case.n_classes))
+    if case.tasks:
+        return torch.stack([_other(k, y[..., t], g) for t, k in enumerate(case.tasks)], dim=-1)
+    return _other(case.n_classes, y, g)
+
+
+def _other(k: int, y: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    if k:
+        shift = torch.randint(1, max(2, k), y.shape, generator=g).to(y.device)
+        return torch.remainder(y + shift, max(2, k))
     return y + 1.0 + torch.rand(y.shape, generator=g).to(y.device)
+
+
+def regression_tasks(case: ConformanceCase) -> list[int]:
+    """Indices of the regression label columns: ``[0]`` for a regression case, the regression
+    tasks in the multitask protocol, ``[]`` otherwise."""
+    if case.tasks:
+        return [t for t, k in enumerate(case.tasks) if not k]
+    return [] if case.n_classes else [0]
 
 
 def keep_valid(case: ConformanceCase, y_new: torch.Tensor, y_old: torch.Tensor, n_context: int) -> torch.Tensor:
     """``y_new``, except episodes whose changed context would hold fewer classes than before
-    (a single-class context is invalid input) keep ``y_old``'s context labels."""
-    if not case.n_classes or n_context < 2:
+    (a single-class context is invalid input) keep ``y_old``'s context labels (per task)."""
+    if case.tasks:
+        return torch.stack([_keep(k, y_new[..., t], y_old[..., t], n_context) for t, k in enumerate(case.tasks)], -1)
+    return _keep(case.n_classes, y_new, y_old, n_context)
+
+
+def _keep(k: int, y_new: torch.Tensor, y_old: torch.Tensor, n_context: int) -> torch.Tensor:
+    if not k or n_context < 2:
         return y_new
     out = y_new.clone()
     for b in range(y_new.shape[0]):
@@ -219,21 +207,28 @@ def keep_valid(case: ConformanceCase, y_new: torch.Tensor, y_old: torch.Tensor, 
     return out
 
 
-def query_mask(x: torch.Tensor, n_context: int) -> torch.Tensor:
-    qmask = torch.zeros(x.shape[:2], dtype=torch.bool, device=x.device)
+def query_mask(x: torch.Tensor, n_context: int, n_tasks: int = 0) -> torch.Tensor:
+    """``[B, N]`` bool, ``True`` on the rows after the context; ``[B, N, T]`` with ``n_tasks``."""
+    qmask = torch.zeros(x.shape[:2] + ((n_tasks,) if n_tasks else ()), dtype=torch.bool, device=x.device)
     qmask[:, n_context:] = True
     return qmask
+
+
+def query_mask_for(case: ConformanceCase, x: torch.Tensor, n_context: int) -> torch.Tensor:
+    """The query mask of ``case``'s protocol: per task in the multitask protocol."""
+    return query_mask(x, n_context, len(case.tasks))
 
 
 def run_rows(case: ConformanceCase, model: Any, x: torch.Tensor, y: torch.Tensor, n_context: int) -> tuple[Any, Any]:
     """``(query outputs [B, n_query, ...], context outputs [B, n_context, ...] or None)``.
 
     In-context protocol: the forward gives query outputs; context outputs come from
-    ``case.context_repr`` when given. Rows protocol: the forward gives every row's output, split.
+    ``case.context_repr`` when given. Rows and multitask protocols: the forward gives every row's
+    output, split.
     """
     with torch.no_grad():
-        if case.protocol == "rows":
-            out = case.call(model, x, y, query_mask(x, n_context))
+        if case.protocol in MASKED_PROTOCOLS:
+            out = case.call(model, x, y, query_mask_for(case, x, n_context))
             ctx = out[:, :n_context]
             if case.context_repr is not None:
                 ctx = (ctx, case.context_repr(model, x, y, n_context))
@@ -245,7 +240,8 @@ def run_rows(case: ConformanceCase, model: Any, x: torch.Tensor, y: torch.Tensor
 
 def fresh_rows(case: ConformanceCase, spec: dict[str, Any], x: torch.Tensor, y: torch.Tensor,
                n_context: int) -> tuple[Any, Any]:
-    """:func:`run_rows` on a model freshly built from ``spec["model_seed"]``."""
+    """:func:`run_rows` on a model freshly built from ``spec["model_seed"]`` (at the spec's sizes)."""
+    case = sized(case, spec)
     return run_rows(case, case.build(int(spec["model_seed"])), x, y, n_context)
 
 
@@ -257,37 +253,20 @@ def rows_control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, fl
     return discrepancy(b, a, case)
 
 
-def largest_spec(case: ConformanceCase, seed: int) -> dict[str, Any]:
-    """The large phase's biggest example: every size at its maximum, with ties and duplicates."""
-    top = profile()
-    return {"sizes": {"batch": top["batch"], "n_context": top["n_context"], "n_query": top["n_query"],
-                      "n_features": case.n_features}, "data_seed": seed, "ties": True, "duplicates": True,
-            **({"missing": True} if claims_missing(case) else {})}
+def shrink_spec(case: ConformanceCase, spec: dict[str, Any], out: Outcome,
+                example: Callable[[dict[str, Any]], Outcome]) -> tuple[dict[str, Any], Outcome]:
+    """The smallest failing spec (see :func:`tabzoo.testing.checks.sizes.shrink_spec`) and its outcome."""
+    from tabzoo.testing.checks import sizes
 
+    seen: dict[str, Outcome] = {}
 
-def shrink_spec(spec: dict[str, Any], out: Outcome, example: Callable[[dict[str, Any]], Outcome],
-                budget: int = 40) -> tuple[dict[str, Any], Outcome]:
-    """Greedy shrinking of a failing spec: halve each size, drop ties/duplicates, while it fails."""
-    lows = {"batch": 1, "n_context": 2, "n_query": 2}
-    progress = True
-    while progress and budget > 0:
-        progress = False
-        for key in ("batch", "n_query", "n_context", "ties", "duplicates", "missing"):
-            trial = {**spec, "sizes": dict(spec["sizes"])}
-            if key in lows:
-                cur = trial["sizes"][key]
-                if cur <= lows[key]:
-                    continue
-                trial["sizes"][key] = max(lows[key], cur // 2)
-            elif spec.get(key):
-                trial[key] = False
-            else:
-                continue
-            budget -= 1
-            res = _safe(example, trial)
-            if res.failed and not res.crashed:
-                spec, out, progress = trial, res, True
-    return spec, out
+    def fails(trial: dict[str, Any]) -> bool:
+        res = _safe(example, trial)
+        seen[replay_line("", trial, {})] = res
+        return res.failed and not res.crashed
+
+    small = sizes.shrink_spec(case, spec, fails)
+    return small, seen.get(replay_line("", small, {}), out)
 
 
 class _Falsified(Exception):
@@ -351,7 +330,7 @@ def run_examples(
             counts[phase] = 1
             out = _safe(example, spec)
             if out.failed:
-                spec, out = shrink_spec(spec, out, example)
+                spec, out = shrink_spec(case, spec, out, example)
                 return _failure(case, check, spec, out, phase, control, what, tol)
             if worst is None or out.discrepancy > worst.discrepancy:
                 worst = out

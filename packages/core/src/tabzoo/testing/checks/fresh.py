@@ -2,8 +2,9 @@
 
 One worker process (``python -m tabzoo.testing.checks.fresh``) is started per kit run with a
 ``PYTHONHASHSEED`` other than the parent's and serves every case (torch is imported once): it
-reads one JSON job per line, rebuilds the case (by :attr:`ConformanceCase.factory`, else among
-the installed plugin cases), computes the determinism probe and writes it to a safetensors file.
+reads one JSON job per line, rebuilds the case (by :attr:`ConformanceCase.factory`, else the
+installed plugin case of that name and plugin, so a plugin whose case factory builds new closures
+at each call needs no ``factory=``), computes the determinism probe and writes it to a safetensors file.
 A worker started under another environment (``sys.path``, plugin selection) is replaced.
 """
 
@@ -38,31 +39,45 @@ def _seeded_probe(case: ConformanceCase, s: int, data: int) -> torch.Tensor:
     return _as_tensor(_probe(case, data)(model)).detach().double().cpu()
 
 
-def _registered(name: str) -> list[ConformanceCase]:
-    """The installed plugin cases called ``name`` (read from the registry, not the runner, which
-    imports the checks)."""
+def _registered(name: str, plugin: str | None = None) -> list[tuple[str, ConformanceCase]]:
+    """``(plugin, case)`` of the installed plugin cases called ``name`` (of ``plugin`` when given),
+    read from the registry (not the runner, which imports the checks)."""
     from tabzoo.plugins import get_registry
 
     out = []
     for entry in get_registry().items["conformance_cases"].values():
         obj = entry.obj
         case = obj if isinstance(obj, ConformanceCase) else obj() if callable(obj) else None
-        if isinstance(case, ConformanceCase) and case.name == name:
-            out.append(case)
+        owner = getattr(getattr(entry, "record", None), "name", "")
+        if isinstance(case, ConformanceCase) and case.name == name and plugin in (None, owner):
+            out.append((owner, case))
     return out
+
+
+def _same(a: ConformanceCase, b: ConformanceCase) -> bool:
+    """The same case, also when built by two calls of one factory (new closures each time): the
+    same ``make_model`` function (module and qualified name), config, capabilities and protocol."""
+    if a.make_model is b.make_model:
+        return True
+
+    def where(f: Any) -> tuple[str, str] | None:
+        return (getattr(f, "__module__", ""), getattr(f, "__qualname__", "")) if f is not None else None
+
+    return (where(a.make_model) == where(b.make_model) and dict(a.config) == dict(b.config)
+            and a.capabilities == b.capabilities and a.protocol == b.protocol)
 
 
 def locate(case: ConformanceCase) -> dict[str, Any] | None:
     """How a fresh process finds ``case``: ``{"name", "factory", "factory_args"}`` or
-    ``{"name", "registered"}``; ``None`` when it cannot."""
+    ``{"name", "plugin"}`` (the registered case of that name and plugin); ``None`` when it cannot."""
     if case.factory:
         return {"name": case.name, "factory": case.factory, "factory_args": dict(case.factory_args)}
     try:
-        hits = _registered(case.name)
+        hits = [(plugin, c) for plugin, c in _registered(case.name) if _same(c, case)]
     except Exception:  # noqa: BLE001 - not installed: no locator
         return None
-    if len(hits) == 1 and hits[0].make_model is case.make_model:
-        return {"name": case.name, "registered": True}
+    if len(hits) == 1:
+        return {"name": case.name, "plugin": hits[0][0]}
     return None
 
 
@@ -149,7 +164,7 @@ def _job(job: dict[str, Any]) -> None:
         made = getattr(import_module(module), attr)(**job.get("factory_args", {}))
         cases = made if isinstance(made, (list, tuple)) else [made]
     else:
-        cases = _registered(job["name"])
+        cases = [c for _, c in _registered(job["name"], job.get("plugin"))]
     (case,) = [c for c in cases if c.name == job["name"]]
     case = replace(case, device=job["device"])
     # the parent's intra-op thread count: it decides how CPU kernels split their sums, so another

@@ -12,12 +12,12 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.case import CheckResult, ConformanceCase
+from tabzoo.testing.case import MASKED_PROTOCOLS, CheckResult, ConformanceCase
 from tabzoo.testing.checks._common import (
     claims_missing,
     discrepancy,
     make_rows,
-    query_mask,
+    query_mask_for,
     skipped,
 )
 
@@ -40,8 +40,8 @@ def _probe_args(case: ConformanceCase, seed: int, *, labels_from: int | None = N
         _, y2 = make_rows(case, sizes, labels_from)
         y = y.clone()
         y[:, :nc] = y2[:, :nc]
-    if case.protocol == "rows":
-        return x, y, query_mask(x, nc)
+    if case.protocol in MASKED_PROTOCOLS:
+        return x, y, query_mask_for(case, x, nc)
     return x, y, nc
 
 
@@ -56,7 +56,7 @@ def _run_probe(case: ConformanceCase, model: Any, args: tuple[Any, ...]) -> Any:
     out = _no_grad(case.call, model, *args)
     if case.context_repr is not None and case.protocol != "relational":
         x, y = args[0], args[1]
-        nc = args[2] if case.protocol == "in-context" else int((~args[2][0]).sum())
+        nc = args[2] if case.protocol == "in-context" else int((~args[2][0].reshape(x.shape[1], -1).any(-1)).sum())
         return (out, _no_grad(case.context_repr, model, x, y, nc))
     return out
 
@@ -168,7 +168,7 @@ def default_bad_inputs(case: ConformanceCase, model: Any) -> Iterable[tuple[str,
         def thunk() -> Any:
             y2 = y.clone()
             change(y2)
-            return call(model, xx, y2, q if case.protocol == "rows" else nc)
+            return call(model, xx, y2, q if case.protocol in MASKED_PROTOCOLS else nc)
 
         return thunk
 
@@ -176,7 +176,7 @@ def default_bad_inputs(case: ConformanceCase, model: Any) -> Iterable[tuple[str,
         def thunk() -> Any:
             x2 = x.clone()
             x2[0, row, 0] = value
-            return call(model, x2, y, q if case.protocol == "rows" else nc)
+            return call(model, x2, y, q if case.protocol in MASKED_PROTOCOLS else nc)
 
         return thunk
 
@@ -186,8 +186,10 @@ def default_bad_inputs(case: ConformanceCase, model: Any) -> Iterable[tuple[str,
 
         return change
 
-    q = query_mask(x, nc)
-    if case.protocol == "rows":
+    q = query_mask_for(case, x, nc)
+    if case.tasks:
+        yield from _multitask_bad_inputs(case, model, x, y, q)
+    if case.protocol in MASKED_PROTOCOLS:
         yield "empty context (every row is a masked query row)", lambda: call(model, x, y, torch.ones_like(q))
         yield "NaN label in a visible (non-query) row", with_y(setv(0, float("nan")))
         yield "inf label in a visible (non-query) row", with_y(setv(0, float("inf")))
@@ -218,7 +220,26 @@ def default_bad_inputs(case: ConformanceCase, model: Any) -> Iterable[tuple[str,
     max_features = getattr(model, "max_features", None)
     if isinstance(max_features, int):
         wide = torch.randn(x.shape[0], x.shape[1], max_features + 1).to(x)
-        yield f"{max_features + 1} features > max_features", lambda: call(model, wide, y, q if case.protocol == "rows" else nc)
+        yield f"{max_features + 1} features > max_features", lambda: call(model, wide, y, q if case.protocol in MASKED_PROTOCOLS else nc)
+
+
+def _multitask_bad_inputs(case: ConformanceCase, model: Any, x: torch.Tensor, y: torch.Tensor,
+                          q: torch.Tensor) -> Iterable[tuple[str, Callable[[], Any]]]:
+    """Multitask: a label column too few, a query mask of another task count, invalid class labels
+    of a classification task."""
+    call = case.call
+    yield "y has one task column fewer than the declared tasks", lambda: call(model, x, y[..., :-1], q[..., :-1])
+    yield "query_mask has one task column fewer than y", lambda: call(model, x, y, q[..., :-1])
+    for t, k in enumerate(case.tasks):
+        if k:
+            for what, value in (("negative", -1.0), ("non-integer", 0.5), (f"{k} >= its classes", float(k))):
+                def thunk(t: int = t, value: float = value) -> Any:
+                    y2 = y.clone()
+                    y2[0, 0, t] = value
+                    return call(model, x, y2, q)
+
+                yield f"class label {what} in a visible row of task {t}", thunk
+            break
 
 
 def _relational_bad_inputs(case: ConformanceCase, model: Any) -> Iterable[tuple[str, Callable[[], Any]]]:

@@ -3,7 +3,8 @@
 The case's forward is ``forward(model, db, seeds) -> [n_seeds, ...]`` where ``seeds`` lists
 ``(table, primary_key, timestamp)``: predict ``case.target`` for that row as of that time.
 Without ``case.make_database`` the kit generates a small two-table database (:func:`toy_database`):
-``users(user_id, age, country)`` and ``events(event_id, user_id -> users, time, amount, label)``.
+``users(user_id, age, country)`` and ``events(event_id, user_id -> users, time, amount, label,
+delayed, channel, note)`` (``delayed = label > 0.5`` is derived from the target).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import CheckResult, ConformanceCase
 from tabzoo.testing.checks._common import Outcome, discrepancy, run_examples, skipped
+from tabzoo.testing.checks.causality import perturb_after, rebuild, with_boundary_rows
 
 Seed = tuple[str, Any, Any]
 
@@ -39,6 +41,12 @@ def toy_database(seed: int, n_users: int = 5, n_events: int = 24) -> tuple[Any, 
         "amount": rng.gamma(2.0, 10.0, n_events),
         "label": rng.normal(0, 1, n_events),
     })
+    extra = np.random.default_rng(seed + 1)  # columns of every type; "delayed" is derived from the label
+    label = events.column("label").astype(np.float64)
+    events = Table.from_dict({**events.to_dict(), "delayed": label > 0.5,
+                              "channel": np.array(["web", "app", "shop"], dtype=object)[extra.integers(0, 3, n_events)],
+                              "note": np.array([f"note {i}" for i in extra.integers(0, 50, n_events)], dtype=object)},
+                             types={"delayed": "boolean", "channel": "categorical", "note": "text"})
     db = RelationalDatabase({"users": users, "events": events}, primary_keys={"users": "user_id", "events": "event_id"},
                             foreign_keys=[ForeignKey("events", "user_id", "users")], time_columns={"events": "time"})
     picks = sorted(rng.choice(np.arange(n_events // 3, n_events), 3, replace=False))
@@ -47,61 +55,6 @@ def toy_database(seed: int, n_users: int = 5, n_events: int = 24) -> tuple[Any, 
 
 def database_for(case: ConformanceCase, seed: int) -> tuple[Any, list[Seed]]:
     return case.make_database(seed) if case.make_database is not None else toy_database(seed)
-
-
-def _rebuild(db: Any, tables: dict[str, Any]) -> Any:
-    from tabzoo.table import RelationalDatabase
-
-    return RelationalDatabase(tables, db.primary_keys, db.foreign_keys, db.time_columns)
-
-
-def _key_columns(db: Any, table: str) -> set[str]:
-    keys = {fk.column for fk in db.parents(table)} | {db.time_columns.get(table)}
-    keys |= {db.primary_keys.get(table)}
-    return {k for k in keys if k is not None}
-
-
-def future_perturbed(db: Any, t_seed: Any, case: ConformanceCase, seed: int, seed_row: Seed) -> Any:
-    """``db`` with (a) every numeric value of rows later than ``t_seed`` changed, (b) three new rows
-    per timed table later than ``t_seed``, (c) the target of rows whose label is not yet available
-    at ``t_seed`` (``time + horizon > t_seed``, and the seed row itself) changed."""
-    from tabzoo.table import ColumnType, Table
-
-    rng = np.random.default_rng(seed)
-    target_table, target_col = case.target or ("events", "label")
-    horizon = np.timedelta64(int(case.horizon), "s")
-    tables = {}
-    for name, table in db.tables.items():
-        tcol = db.time_columns.get(name)
-        if tcol is None:
-            tables[name] = table
-            continue
-        data, types = table.to_dict(), table.types
-        times = data[tcol]
-        later = times > t_seed
-        keys = _key_columns(db, name)
-        for col, values in data.items():
-            if col in keys or types[col] is not ColumnType.NUMERIC:
-                continue
-            values = values.astype(np.float64)
-            values[later] += rng.normal(5.0, 1.0, int(later.sum()))
-            if name == target_table and col == target_col:
-                pk = db.primary_keys.get(name)
-                hidden = times + horizon > t_seed
-                if pk is not None:
-                    hidden |= data[pk] == seed_row[1]
-                values[hidden] += rng.normal(5.0, 1.0, int(hidden.sum()))
-            data[col] = values
-        src = rng.integers(0, table.n_rows, 3)
-        for col in data:
-            extra = data[col][src]
-            if col == tcol:
-                extra = np.asarray(t_seed) + np.arange(1, 4).astype("timedelta64[D]")
-            elif col == db.primary_keys.get(name):
-                extra = np.max(data[col]) + np.arange(1, 4)
-            data[col] = np.concatenate([data[col], np.asarray(extra, dtype=data[col].dtype)])
-        tables[name] = Table.from_dict(data, types={k: v.value for k, v in types.items()})
-    return _rebuild(db, tables)
 
 
 def _call(case: ConformanceCase, model: Any, db: Any, seeds: list[Seed]) -> Any:
@@ -130,30 +83,52 @@ def _run(case: ConformanceCase, check: str, example: Any, seed: int, max_example
 
 def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
                          replay: dict[str, Any] | None = None) -> CheckResult:
-    """Adding or changing rows later than the seed time, or changing labels not yet available at
-    it (``time + horizon > seed time``), leaves that seed's output unchanged."""
+    """A seed's output does not change when anything it may not know changes (see
+    :mod:`tabzoo.testing.checks.causality`): every column of every timed table after the seed time
+    (scale-aware), the times of those rows (moved across the time after the cutoff), labels not yet
+    available within the declared horizon (``time + horizon > seed time``) and the seed's own label,
+    with boundary rows at the seed time (ties), one second after it and one second inside the
+    horizon. Each seed is perturbed with several seeds of randomness, and a call with ALL seeds at
+    once must give each seed the output of its own single-seed call (a batch must not share a
+    snapshot of the database, e.g. at its latest seed time)."""
     check = cap.TIME_CAUSALITY
     if case.protocol != "relational" or case.make_model is None:
         return skipped(check, case, "needs the 'relational' protocol and a model")
+    target = case.target or ("events", "label")
 
     def example(spec: dict[str, Any]) -> Outcome:
         db, seeds = database_for(case, spec["database_seed"])
         s = spec["database_seed"] + 1
+        singles = [_call(case, case.build(spec["model_seed"]), db, [row]) for row in seeds]
+        if len(seeds) > 1:
+            batch = _call(case, case.build(spec["model_seed"]), db, list(seeds))
+            d, t = discrepancy(batch, torch.cat([torch.as_tensor(o) for o in singles]), case)
+            if not d <= t:
+                return Outcome(d, t, {"seed_rows": [[r[0], str(r[1]), str(r[2])] for r in seeds]},
+                               note=f"a call with {len(seeds)} seeds differs from the seeds' single calls (the batch "
+                                    "shares state, e.g. a snapshot of the database at its latest seed time)")
         worst, at = (0.0, 0.0), None
         for k, row in enumerate(seeds):
-            base = _call(case, case.build(spec["model_seed"]), db, [row])
-            moved = _call(case, case.build(spec["model_seed"]), future_perturbed(db, row[2], case, s + k, row), [row])
-            d, t = discrepancy(moved, base, case)
-            if not d <= t or at is None:
-                worst, at = (d, t), row
-            if not d <= t:
-                break
+            base_db, fixed = with_boundary_rows(db, row[2], case.horizon, target, s + k)
+            base = _call(case, case.build(spec["model_seed"]), base_db, [row])
+            for r in range(PERTURBATIONS):
+                moved_db = perturb_after(base_db, row[2], case.horizon, target, row[1], s + 7919 * r + k, fixed)
+                moved = _call(case, case.build(spec["model_seed"]), moved_db, [row])
+                d, t = discrepancy(moved, base, case)
+                if not d <= t or at is None:
+                    worst, at = (d, t), row
+                if not d <= t:
+                    return Outcome(d, t, {"seed_row": [row[0], str(row[1]), str(row[2])], "perturbation": r},
+                                   note=f"seed row {row[0]}:{row[1]} at {row[2]}, perturbation {r}")
         assert at is not None
-        return Outcome(*worst, {"seed_row": [at[0], str(at[1]), str(at[2])]},
-                       note=f"seed row {at[0]}:{at[1]} at {at[2]}")
+        return Outcome(*worst, {})
 
     return _run(case, check, example, seed, max_examples, replay,
                 "output changed when data later than the seed time, or unavailable labels, changed")
+
+
+PERTURBATIONS = 2
+"""Independent perturbations of the future per seed row and example."""
 
 
 def check_input_order_invariance(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
@@ -169,7 +144,7 @@ def check_input_order_invariance(case: ConformanceCase, *, seed: int = 0, max_ex
         perms = {name: rng.permutation(t.n_rows) for name, t in db.tables.items()}
         if isinstance(spec.get("permutation"), dict):
             perms = {k: np.asarray(v) for k, v in spec["permutation"].items()}
-        shuffled = _rebuild(db, {name: t.take(perms[name]) for name, t in db.tables.items()})
+        shuffled = rebuild(db, {name: t.take(perms[name]) for name, t in db.tables.items()})
         model_seed = spec["model_seed"]
         d, t = discrepancy(_call(case, case.build(model_seed), shuffled, seeds),
                            _call(case, case.build(model_seed), db, seeds), case)

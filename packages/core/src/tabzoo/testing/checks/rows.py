@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.case import CheckResult, ConformanceCase
+from tabzoo.testing.case import MASKED_PROTOCOLS, ROW_PROTOCOLS, CheckResult, ConformanceCase
 from tabzoo.testing.checks._common import (
     Outcome,
     discrepancy,
@@ -26,12 +26,15 @@ from tabzoo.testing.checks._common import (
     make_rows,
     other_labels,
     perturbation,
+    query_mask_for,
+    regression_tasks,
     run_examples,
+    sized,
     skipped,
     spec_strategy,
 )
 
-_ROW_PROTOCOLS = ("in-context", "rows")
+_ROW_PROTOCOLS = ROW_PROTOCOLS
 
 
 def _perm(n: int, seed: int) -> torch.Tensor:
@@ -98,8 +101,8 @@ def mask_obedience(case: ConformanceCase, spec: dict[str, Any], x: torch.Tensor,
         return None
     x2, y2 = x.clone(), y.clone()
     x2[:, hidden] = perturbation(x[:, hidden].shape, spec["data_seed"] + 7, x)
-    y2[:, hidden] = other_labels(case, y[:, hidden], spec["data_seed"] + 7)
-    y2 = keep_valid(case, y2, y, nc)
+    y2[:, hidden] = other_labels(sized(case, spec), y[:, hidden], spec["data_seed"] + 7)
+    y2 = keep_valid(sized(case, spec), y2, y, nc)
     q1, _ = fresh_rows(case, spec, x, y, nc)
     q2, _ = fresh_rows(case, spec, x2, y2, nc)
     d, t = discrepancy(q2[:, i], q1[:, i], case)
@@ -164,8 +167,8 @@ def check_row_equivariance(case: ConformanceCase, *, seed: int = 0, max_examples
                            replay: dict[str, Any] | None = None) -> CheckResult:
     """Permuting all rows permutes the outputs the same way.
 
-    Rows protocol: one permutation of all ``N`` rows, carrying features, labels and the query
-    flags. In-context protocol: context and query rows are permuted among themselves.
+    Rows and multitask protocols: one permutation of all ``N`` rows, carrying features, labels
+    (of every task) and the query flags. In-context protocol: context and query rows are permuted among themselves.
     """
     check = cap.ROW_EQUIVARIANCE
     if (g := _guard(case, check)) is not None:
@@ -175,13 +178,13 @@ def check_row_equivariance(case: ConformanceCase, *, seed: int = 0, max_examples
         x, y = make_rows(case, spec)
         nc = spec["sizes"]["n_context"]
         n = nc + spec["sizes"]["n_query"]
-        if case.protocol == "rows":
+        if case.protocol in MASKED_PROTOCOLS:
             p = _given_perm(spec, "permutation", n, spec["data_seed"])
-            qmask = torch.zeros(x.shape[:2], dtype=torch.bool, device=x.device)
-            qmask[:, nc:] = True
+            c = sized(case, spec)
+            qmask = query_mask_for(c, x, nc)
             with torch.no_grad():
-                o1 = case.call(case.build(spec["model_seed"]), x, y, qmask)
-                o2 = case.call(case.build(spec["model_seed"]), x[:, p], y[:, p], qmask[:, p])
+                o1 = c.call(c.build(spec["model_seed"]), x, y, qmask)
+                o2 = c.call(c.build(spec["model_seed"]), x[:, p], y[:, p], qmask[:, p])
             d, t = discrepancy(o2, o1[:, p], case)
         else:
             p = _given_perm(spec, "permutation", n, -1) if "permutation" in spec else torch.cat(
@@ -217,7 +220,7 @@ def check_query_independence(case: ConformanceCase, *, seed: int = 0, max_exampl
         j = int(spec.get("changed_row", spec["data_seed"] % nq))
         x2, y2 = x.clone(), y.clone()
         x2[:, nc + j] = perturbation((x.shape[0], x.shape[2]), spec["data_seed"], x)
-        y2[:, nc + j] = other_labels(case, y[:, nc + j], spec["data_seed"])
+        y2[:, nc + j] = other_labels(sized(case, spec), y[:, nc + j], spec["data_seed"])
         q1, _ = fresh_rows(case, spec, x, y, nc)
         q2, _ = fresh_rows(case, spec, x2, y2, nc)
         keep = [i for i in range(nq) if i != j]
@@ -263,7 +266,7 @@ def check_no_context_query_leak(case: ConformanceCase, *, seed: int = 0, max_exa
     if failed is not None:
         return failed
     via_queries = case.protocol == "in-context" and _query_independence_claimed(case)
-    via_context = case.protocol == "rows" or case.context_repr is not None
+    via_context = case.protocol in MASKED_PROTOCOLS or case.context_repr is not None
     if not (via_queries or via_context):
         return skipped(check, case, "query rows may read each other (query_independence is not claimed) and the "
                                     "case gives no context_repr, so a context<-query leak cannot be told apart; add "
@@ -277,7 +280,7 @@ def check_no_context_query_leak(case: ConformanceCase, *, seed: int = 0, max_exa
         if via_context:
             x2, y2 = x.clone(), y.clone()
             x2[:, nc:] = perturbation(x[:, nc:].shape, spec["data_seed"], x)
-            y2[:, nc:] = other_labels(case, y[:, nc:], spec["data_seed"])
+            y2[:, nc:] = other_labels(sized(case, spec), y[:, nc:], spec["data_seed"])
             _, c2 = fresh_rows(case, spec, x2, y2, nc)
             d, t = discrepancy(c2, c1, case)
             out = _worse(out, Outcome(d, t, {"changed": "all query rows"},
@@ -287,7 +290,7 @@ def check_no_context_query_leak(case: ConformanceCase, *, seed: int = 0, max_exa
             others = [nc + k for k in range(nq) if k != i]
             x3, y3 = x.clone(), y.clone()
             x3[:, others] = perturbation(x[:, others].shape, spec["data_seed"] + 1, x)
-            y3[:, others] = other_labels(case, y[:, others], spec["data_seed"] + 1)
+            y3[:, others] = other_labels(sized(case, spec), y[:, others], spec["data_seed"] + 1)
             q3, _ = fresh_rows(case, spec, x3, y3, nc)
             d, t = discrepancy(q3[:, i], q1[:, i], case)
             out = _worse(out, Outcome(d, t, {"kept_row": i},
@@ -319,9 +322,10 @@ def check_label_leak(case: ConformanceCase, *, seed: int = 0, max_examples: int 
         x, y = make_rows(case, spec)
         nc = spec["sizes"]["n_context"]
         y2 = y.clone()
-        y2[:, nc:] = other_labels(case, y[:, nc:], spec["data_seed"])
-        if not case.n_classes:
-            y2[:, nc:] = y[:, nc:] + 1000.0 * (y2[:, nc:] - y[:, nc:])
+        y2[:, nc:] = other_labels(sized(case, spec), y[:, nc:], spec["data_seed"])
+        for task in regression_tasks(sized(case, spec)):  # regression labels move by about 1000
+            col = (..., task) if case.tasks else (...,)
+            y2[:, nc:][col] = y[:, nc:][col] + 1000.0 * (y2[:, nc:][col] - y[:, nc:][col])
         q1, c1 = fresh_rows(case, spec, x, y, nc)
         q2, c2 = fresh_rows(case, spec, x, y2, nc)
         d, t = discrepancy((q2, c2) if c1 is not None else q2, (q1, c1) if c1 is not None else q1, case)
@@ -359,8 +363,8 @@ def check_batch_independence(case: ConformanceCase, *, seed: int = 0, max_exampl
         e = int(spec.get("episode", spec["data_seed"] % b))
         x2, y2 = x.clone(), y.clone()
         x2[e] = perturbation(x[e].shape, spec["data_seed"], x, scale=10.0)
-        y2[e] = other_labels(case, y[e], spec["data_seed"])
-        y2 = keep_valid(case, y2, y, nc)
+        y2[e] = other_labels(sized(case, spec), y[e], spec["data_seed"])
+        y2 = keep_valid(sized(case, spec), y2, y, nc)
         q1, c1 = fresh_rows(case, spec, x, y, nc)
         q2, c2 = fresh_rows(case, spec, x2, y2, nc)
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.case import CheckResult, ConformanceCase
+from tabzoo.testing.case import ROW_PROTOCOLS, CheckResult, ConformanceCase
 from tabzoo.testing.checks._common import (
     Outcome,
     _as_tensor,
@@ -24,10 +24,11 @@ from tabzoo.testing.checks._common import (
     fresh_rows,
     make_rows,
     run_examples,
+    sized,
     skipped,
 )
 
-_ROW_PROTOCOLS = ("in-context", "rows")
+_ROW_PROTOCOLS = ROW_PROTOCOLS
 
 
 def output_kind(case: ConformanceCase) -> str:
@@ -77,9 +78,10 @@ def check_finite_outputs(case: ConformanceCase, *, seed: int = 0, max_examples: 
     def example(spec: dict[str, Any]) -> Outcome:
         nc = spec["sizes"]["n_context"]
         variants = [dict(spec, absent_class=None)]
-        if case.n_classes >= 3:  # every example also runs with one class absent from every row
+        k = sized(case, spec).n_classes
+        if k >= 3:  # every example also runs with one class absent from every row
             absent = spec.get("absent_class")
-            variants.append(dict(spec, absent_class=int(spec["data_seed"]) % case.n_classes if absent is None else absent))
+            variants.append(dict(spec, absent_class=int(spec["data_seed"]) % k if absent is None else absent))
         for variant in variants:
             x, y = make_rows(case, variant)
             amount, what = insanity(case, fresh_rows(case, variant, x, y, nc))

@@ -1,0 +1,122 @@
+"""Estimates before work (issue 29 item 3): peak memory and time of an in-context estimator's
+``fit`` and ``predict`` for a table shape, before any data exists.
+
+* Memory: the same estimate every in-context estimator checks before it allocates
+  (:func:`tabzoo.kernels.memory.in_context_bytes`: members x (context + one query chunk) rows
+  through the model), plus the tables themselves (the input as float64 and the stored float32
+  context) and the model's parameters. A fitted estimator refuses with the fix above the limit.
+* Time: the floating-point work of one forward pass (:func:`forward_flops`: counted by
+  ``torch.utils.flop_counter.FlopCounterMode`` on a small probe pass, scaled to the shape), divided
+  by the matmul throughput measured on this machine (:func:`matmul_throughput`, float32 matmuls).
+
+Estimates are approximations: the committed comparison with measured peaks
+(``benchmarks/results/estimate-vs-measured.json``) says by how much.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from tabzoo.kernels.memory import FLOAT, in_context_bytes
+
+__all__ = ["Estimate", "estimate_in_context", "forward_flops", "matmul_throughput"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Estimated peaks (bytes, above the process before ``fit``) and seconds of ``fit`` / ``predict``."""
+
+    fit_bytes: float
+    predict_bytes: float
+    fit_seconds: float
+    predict_seconds: float
+    flops: float
+    throughput: float
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@functools.lru_cache(maxsize=4)
+def matmul_throughput(device: str = "cpu", n: int = 512, repeats: int = 5) -> float:
+    """Float32 matmul throughput of ``device`` now, in flop/s (best of ``repeats``; cached per process)."""
+    dev = torch.device(device)
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    best = math.inf
+    for _ in range(repeats + 1):
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        (a @ b).sum().item()
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n**3 / best
+
+
+def forward_flops(model: torch.nn.Module, members: int, n_context: int, n_query: int, width: int,
+                  probe_rows: int = 256) -> float:
+    """Floating-point operations of one pass ``model(x [members, n_context + n_query, width], y [members,
+    n_context])``: counted (``FlopCounterMode``) on one member of at most ``probe_rows`` context and query
+    rows on the CPU, then scaled linearly in rows and members (exact for models whose cost is linear in
+    the rows, e.g. TabFlex's linear attention; an underestimate for dense attention over long contexts).
+    0.0 when the model cannot run the probe."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    nc, nq = max(2, min(n_context, probe_rows)), max(1, min(n_query, probe_rows))
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1, nc + nq, width, generator=gen)
+    y = (torch.arange(nc) % 2).float().unsqueeze(0)
+    try:
+        counter = FlopCounterMode(display=False)
+        device = next(model.parameters()).device
+        with torch.inference_mode(), counter:
+            model(x.to(device), y.to(device))
+    except Exception:  # noqa: BLE001 - a model that takes other inputs: no count
+        return 0.0
+    counted = float(counter.get_total_flops())
+    if counted <= 0:  # no matmul at all: a multiply-add per parameter and row
+        counted = 2.0 * sum(p.numel() for p in model.parameters()) * (nc + nq)
+    return counted * members * (n_context + n_query) / (nc + nq)
+
+
+def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int | None = None,
+                        device: str = "cpu", throughput: float | None = None) -> Estimate:
+    """Estimate ``fit`` on ``rows x features`` and ``predict`` of ``predict_rows`` (default ``rows``) rows.
+
+    :param est: an unfitted in-context estimator (its model is loaded, nothing else).
+    :param throughput: flop/s to use (default: :func:`matmul_throughput` of ``device``).
+    """
+    model = est._fit_model().eval()
+    members = int(getattr(est, "n_estimators", 1))
+    chunk = int(getattr(est, "chunk_size", 1024))
+    limit = getattr(type(est), "max_features", None) or getattr(model, "max_features", None)
+    width = min(features, int(limit)) if isinstance(limit, int) else features
+    if getattr(est, "pad_to_max_features", False) and isinstance(limit, int):
+        width = int(limit)
+    n_pred = rows if predict_rows is None else int(predict_rows)
+    params = sum(p.numel() for p in model.parameters()) * FLOAT
+    context = rows * features * 8.0 + rows * width * FLOAT  # the input as float64 + the stored float32 context
+    pass_bytes = in_context_bytes(model, members, rows + min(chunk, max(n_pred, 1)), width)
+    fit_bytes = params + context
+    predict_bytes = pass_bytes + min(chunk, n_pred) * features * 8.0 * 2
+    # the context is encoded once per predict call, then the query rows stream through in chunks
+    flops = forward_flops(model, members, rows, n_pred, width)
+    speed = throughput or matmul_throughput(str(torch.device(device)))
+    chunks = max(1, math.ceil(n_pred / chunk))
+    fit_mode_cache = getattr(est, "fit_mode", "") == "fit_with_cache"
+    return Estimate(
+        fit_bytes=fit_bytes + (pass_bytes if fit_mode_cache else 0.0),
+        predict_bytes=predict_bytes,
+        fit_seconds=flops / speed if fit_mode_cache else 0.0,
+        predict_seconds=flops / speed,
+        flops=flops, throughput=speed,
+        detail=f"{members} members x ({rows} context + {min(chunk, n_pred)} query) rows x {width} features per pass, "
+               f"{chunks} chunk(s) of {chunk}",
+    )

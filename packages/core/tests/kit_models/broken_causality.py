@@ -1,0 +1,90 @@
+"""The time-causality gallery (issue 23, item 6): :class:`~kit_models.broken_rows.TinyRelational`
+extended with a feature of the derived ``delayed`` column (``label > 0.5``), a declared horizon of
+one day, and one broken variant per way of seeing the future that the first kits missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from tabzoo.testing import capabilities as cap
+from tabzoo.testing.case import ConformanceCase
+from torch import nn
+
+from kit_models.broken import gallery_case
+from kit_models.broken_rows import TinyRelational, _relational_bad_inputs
+
+DAY = 86400
+
+
+class DerivedRelational(TinyRelational):
+    """Correct: also averages the derived ``delayed`` flag of the user's events whose label is
+    available (it is derived from the label, so it is known only as late as the label)."""
+
+    horizon_s = DAY
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed + 1)
+            self.flag = nn.Linear(1, 3)
+
+    def flag_rows(self, times: np.ndarray, t: Any, is_seed: np.ndarray) -> np.ndarray:
+        return self.available(times, t, is_seed)
+
+    def at(self, seeds: list[tuple[str, Any, Any]]) -> list[Any]:
+        """The time each seed is predicted at."""
+        return [t for _, _, t in seeds]
+
+    def forward(self, db: Any, seeds: list[tuple[str, Any, Any]]) -> torch.Tensor:
+        times_at = self.at(seeds)
+        out = super().forward(db, [(tb, pk, t) for (tb, pk, _), t in zip(seeds, times_at, strict=True)])
+        events = db.table("events")
+        ids, users, times = events.column("event_id"), events.column("user_id"), events.column("time")
+        delayed = np.array([bool(v) if v is not None else False for v in events.column("delayed")], dtype=np.float64)
+        rates = []
+        for (_, pk, _), t in zip(seeds, times_at, strict=True):
+            mine = users == users[np.flatnonzero(ids == pk)[0]]
+            rows = mine & self.flag_rows(times, t, ids == pk)
+            rates.append([float(delayed[rows].mean()) if rows.any() else 0.0])
+        return out + self.flag(torch.tensor(rates, dtype=torch.float32))
+
+
+class ReadsDerivedAfterCutoff(DerivedRelational):
+    """Reads ``delayed`` of every event of the user, later ones included: only the target column
+    and numbers were perturbed after the cutoff before, so the derived flag leaked unseen."""
+
+    def flag_rows(self, times: np.ndarray, t: Any, is_seed: np.ndarray) -> np.ndarray:
+        return np.ones_like(times, dtype=bool)
+
+
+class SnapshotAtLatestSeed(DerivedRelational):
+    """Predicts every seed of a call as of the LATEST seed time of the call (one snapshot per
+    batch): right for a single seed, a leak for the earlier seeds of a batch."""
+
+    def at(self, seeds: list[tuple[str, Any, Any]]) -> list[Any]:
+        latest = max(np.datetime64(t, "s") for _, _, t in seeds)
+        return [latest] * len(seeds)
+
+
+class HalfHorizon(DerivedRelational):
+    """Uses labels after half of the declared one-day horizon."""
+
+    horizon_s = DAY // 2
+
+
+def causal_case(name: str = "derived_relational", model_cls: type[TinyRelational] | str = DerivedRelational,
+                **kw: Any) -> ConformanceCase:
+    """A relational case on the toy database with a declared horizon of one day."""
+    options: dict[str, Any] = dict(capabilities=cap.RELATIONAL_DEFAULTS, protocol="relational",
+                                   target=("events", "label"), horizon=float(DAY), bad_inputs=_relational_bad_inputs)
+    return gallery_case("kit_models.broken_causality:causal_case", name, model_cls, options, kw)
+
+
+BROKEN_CAUSALITY: list[tuple[str, Any]] = [
+    ("reads a derived column (delayed) after the cutoff", lambda: causal_case("derived_future", ReadsDerivedAfterCutoff)),
+    ("snapshots the database at the latest seed of a batch", lambda: causal_case("batch_snapshot", SnapshotAtLatestSeed)),
+    ("uses labels inside the declared horizon", lambda: causal_case("half_horizon", HalfHorizon)),
+]
+"""Each must fail time_causality; :func:`causal_case` itself (the correct model) passes."""

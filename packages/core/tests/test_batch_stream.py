@@ -1,0 +1,189 @@
+"""``tabzoo.batch.predict_dataset``: streamed prediction equals the in-memory path, reads in bounded
+batches, writes atomically and never overwrites (issue 29 item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+from _icl_testmodel import ICLTestClassifier, ICLTestRegressor
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tabzoo.batch import load_estimator, predict_dataset
+from tabzoo.errors import TabzooInputError
+
+N = 700
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(N, 4)), columns=["a", "b", "c", "d"])
+    frame.loc[rng.random(N) < 0.05, "c"] = np.nan
+    frame["colour"] = rng.choice(["red", "green", "blue"], N)
+    frame["id"] = np.arange(N)
+    frame["y"] = np.where(frame.a + frame.b > 0, "yes", "no")
+    return frame
+
+
+FEATURES = ["a", "b", "c", "d", "colour"]
+
+
+@pytest.fixture(scope="module")
+def clf(table: pd.DataFrame) -> ICLTestClassifier:
+    return ICLTestClassifier(n_estimators=2, device="cpu", chunk_size=64).fit(table[FEATURES][:200], table.y[:200])
+
+
+def _expected(clf: ICLTestClassifier, frame: pd.DataFrame) -> pd.DataFrame:
+    proba = clf.predict_proba(frame[FEATURES])
+    return pd.DataFrame({"prediction": clf.predict(frame[FEATURES]), "proba_no": proba[:, 0], "proba_yes": proba[:, 1]})
+
+
+@settings(max_examples=6, deadline=None)
+@given(batch_rows=st.integers(1, 900), csv=st.booleans())
+def test_streamed_equals_in_memory(tmp_path_factory: pytest.TempPathFactory, table: pd.DataFrame,
+                                   clf: ICLTestClassifier, batch_rows: int, csv: bool) -> None:
+    d = tmp_path_factory.mktemp("s")
+    src = d / ("q.csv" if csv else "q.parquet")
+    table.to_csv(src, index=False) if csv else table.to_parquet(src)
+    out = d / "pred.parquet"
+    report = predict_dataset(clf, src, out, batch_rows=batch_rows, keep=["id"])
+    got = pd.read_parquet(out)
+    want = _expected(clf, pd.read_csv(src) if csv else table)
+    assert report.rows == N and report.max_batch_rows == min(batch_rows, N)
+    assert report.batches == -(-N // batch_rows)
+    assert got["id"].tolist() == list(range(N))
+    pd.testing.assert_frame_equal(got.drop(columns="id"), want, check_exact=True)
+
+
+def test_csv_output_and_folder_of_files(tmp_path: Path, table: pd.DataFrame, clf: ICLTestClassifier) -> None:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, part in enumerate(np.array_split(np.arange(N), 3)):
+        table.iloc[part].to_parquet(folder / f"part-{i}.parquet")
+    (folder / "_SUCCESS").write_text("")  # markers are skipped
+    out = tmp_path / "pred.csv"
+    predict_dataset(clf, folder, out, batch_rows=128)
+    got = pd.read_csv(out)
+    want = _expected(clf, table)
+    assert got["prediction"].tolist() == want["prediction"].tolist()
+    np.testing.assert_allclose(got[["proba_no", "proba_yes"]], want[["proba_no", "proba_yes"]], rtol=1e-15)
+    # a pyarrow dataset directly
+    out2 = tmp_path / "pred2.parquet"
+    predict_dataset(clf, ds.dataset(str(folder), format="parquet"), out2, batch_rows=1000)
+    pd.testing.assert_frame_equal(pd.read_parquet(out2), want, check_exact=True)
+
+
+def test_regressor_writes_values_only(tmp_path: Path, table: pd.DataFrame) -> None:
+    num = ["a", "b", "c", "d"]
+    reg = ICLTestRegressor(n_estimators=2, device="cpu").fit(table[num][:200], table.a[:200] * 2)
+    table.to_parquet(tmp_path / "q.parquet")
+    predict_dataset(reg, tmp_path / "q.parquet", tmp_path / "o.parquet", batch_rows=100)
+    got = pd.read_parquet(tmp_path / "o.parquet")
+    assert list(got.columns) == ["prediction"]
+    np.testing.assert_array_equal(got["prediction"], reg.predict(table[num]))
+
+
+def test_memory_is_bounded_by_the_batch(tmp_path: Path, table: pd.DataFrame, clf: ICLTestClassifier,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails if the source is read whole: every whole-file reader raises, and the estimator never sees
+    more than ``batch_rows`` rows at once."""
+    big = pd.concat([table] * 4, ignore_index=True)
+    big.to_parquet(tmp_path / "q.parquet", row_group_size=1000)
+    big.to_csv(tmp_path / "q.csv", index=False)
+
+    def whole(*a: object, **k: object) -> None:
+        raise AssertionError("the source was read whole")
+
+    import pyarrow.parquet as pq
+
+    read: list[int] = []  # rows of every record batch the reader materialised
+
+    class Counted:
+        """The dataset, with every whole-table read refused and every batch counted."""
+
+        def __init__(self, inner: ds.Dataset) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            if name in ("to_table", "head", "take"):
+                return whole
+            return getattr(self.inner, name)
+
+        def to_batches(self, **kw: object):  # noqa: ANN201
+            for b in self.inner.to_batches(**kw):
+                read.append(b.num_rows)
+                yield b
+
+    real_dataset = ds.dataset
+    monkeypatch.setattr(ds, "dataset", lambda *a, **k: Counted(real_dataset(*a, **k)))
+    monkeypatch.setattr(pd, "read_csv", whole)
+    monkeypatch.setattr(pd, "read_parquet", whole)
+    monkeypatch.setattr(pq, "read_table", whole)
+    seen: list[int] = []
+    real = clf.predict_with_proba
+    monkeypatch.setattr(clf, "predict_with_proba", lambda X: seen.append(len(X)) or real(X))
+    for src in ("q.parquet", "q.csv"):
+        seen.clear()
+        read.clear()
+        predict_dataset(clf, tmp_path / src, tmp_path / f"o-{src}.parquet", batch_rows=150)
+        assert 0 < max(read) <= 150 and sum(read) == len(big)
+        assert max(seen) == 150 and sum(seen) == len(big) and len(seen) == -(-len(big) // 150)
+    monkeypatch.undo()
+    assert len(pd.read_parquet(tmp_path / "o-q.csv.parquet")) == len(big)
+
+
+def test_never_overwrites_and_never_writes_onto_an_input(tmp_path: Path, table: pd.DataFrame,
+                                                         clf: ICLTestClassifier) -> None:
+    src = tmp_path / "q.parquet"
+    table.to_parquet(src)
+    out = tmp_path / "pred.parquet"
+    out.write_text("mine")
+    with pytest.raises(TabzooInputError, match="already exists"):
+        predict_dataset(clf, src, out)
+    assert out.read_text() == "mine"
+    with pytest.raises(TabzooInputError, match="input"):
+        predict_dataset(clf, src, src, overwrite=True)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    table.to_parquet(folder / "p.parquet")
+    with pytest.raises(TabzooInputError, match="inside the folder"):
+        predict_dataset(clf, folder, folder / "pred.parquet")
+    predict_dataset(clf, src, out, overwrite=True)
+    assert len(pd.read_parquet(out)) == N
+
+
+def test_a_failure_mid_way_leaves_no_output(tmp_path: Path, table: pd.DataFrame, clf: ICLTestClassifier) -> None:
+    src = tmp_path / "q.csv"
+    text = table.to_csv(index=False)
+    lines = text.splitlines()
+    lines[600] = lines[600] + ",extra"  # a ragged row late in the file
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "pred.parquet"
+    with pytest.raises(TabzooInputError, match="fields|columns"):
+        predict_dataset(clf, src, out, batch_rows=100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.csv"]
+
+
+def test_bad_sources_are_refused(tmp_path: Path, clf: ICLTestClassifier, table: pd.DataFrame) -> None:
+    with pytest.raises(TabzooInputError, match="does not exist"):
+        predict_dataset(clf, tmp_path / "nope.parquet", tmp_path / "o.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TabzooInputError, match="no .csv or .parquet"):
+        predict_dataset(clf, tmp_path / "empty", tmp_path / "o.parquet")
+    table.drop(columns=["colour"]).to_parquet(tmp_path / "q.parquet")
+    with pytest.raises(TabzooInputError, match="lacks the feature columns"):
+        predict_dataset(clf, tmp_path / "q.parquet", tmp_path / "o.parquet")
+    with pytest.raises(TabzooInputError, match="batch_rows"):
+        predict_dataset(clf, tmp_path / "q.parquet", tmp_path / "o.parquet", batch_rows=0)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_load_estimator_round_trip(tmp_path: Path, table: pd.DataFrame, clf: ICLTestClassifier) -> None:
+    stem = clf.save(tmp_path / "fitted")
+    back = load_estimator(stem, device="cpu")
+    assert back is load_estimator(stem, device="cpu")  # once per process
+    np.testing.assert_array_equal(back.predict_proba(table[FEATURES]), clf.predict_proba(table[FEATURES]))

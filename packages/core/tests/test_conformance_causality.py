@@ -1,0 +1,54 @@
+"""Meta-tests of the searching time causality (issue 23, item 6): each broken relational model is
+caught by time_causality, the correct one passes, and the perturbations reach every column type,
+the times after the cutoff, ties and the horizon's edge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kit_models.broken_causality import BROKEN_CAUSALITY, DAY, causal_case
+from tabzoo.testing import capabilities as cap
+from tabzoo.testing import run_check
+from tabzoo.testing.checks.causality import perturb_after, with_boundary_rows
+from tabzoo.testing.checks.relational import toy_database
+
+
+@pytest.mark.parametrize(("what", "make"), BROKEN_CAUSALITY, ids=[w for w, _ in BROKEN_CAUSALITY])
+def test_causality_gallery_model_is_caught(what: str, make: object) -> None:
+    result = run_check(make(), cap.TIME_CAUSALITY, max_examples=3)  # type: ignore[operator]
+    assert result.status == "failed", f"time_causality did not catch '{what}': {result}"
+
+
+def test_batch_snapshot_is_named() -> None:
+    result = run_check(causal_case("snap", "kit_models.broken_causality:SnapshotAtLatestSeed"), cap.TIME_CAUSALITY,
+                       max_examples=2)
+    assert "single calls" in result.message
+
+
+@pytest.mark.parametrize("check", [cap.TIME_CAUSALITY, cap.INPUT_ORDER_INVARIANCE, cap.FINITE_OUTPUTS])
+def test_correct_relational_model_passes(check: str) -> None:
+    assert run_check(causal_case(), check, max_examples=3).status == "passed"
+
+
+def test_every_column_after_the_cutoff_changes_and_nothing_before_it() -> None:
+    db, seeds = toy_database(3)
+    t = np.datetime64(seeds[0][2], "s")
+    base, fixed = with_boundary_rows(db, t, DAY, ("events", "label"), 1)
+    moved = perturb_after(base, t, DAY, ("events", "label"), seeds[0][1], 2, fixed)
+    a, b = base.table("events").to_dict(), moved.table("events").to_dict()
+    times = a["time"].astype("datetime64[s]")
+    later, ties = times > t, times == t
+    assert later.sum() >= 1 and ties.sum() >= 2  # boundary rows: ties and one second after
+    assert (times == t + np.timedelta64(1, "s")).any() and (times == t - np.timedelta64(DAY - 1, "s")).any()
+    for col in ("amount", "delayed", "channel", "note"):
+        diff = np.asarray(a[col]).astype(str) != np.asarray(b[col]).astype(str)
+        assert diff[later].all() and not diff[~later].any(), col
+    hidden = times + np.timedelta64(DAY, "s") > t
+    label_diff = a["label"] != b["label"]
+    assert label_diff[hidden].all() and not label_diff[~hidden].any()
+    new_times = b["time"].astype("datetime64[s]")
+    assert (new_times[later] > t).all() and (new_times[~later] == times[~later]).all()
+    assert (new_times[later & ~fixed["events"]] != times[later & ~fixed["events"]]).any()
+    spread = np.subtract(*np.quantile(a["amount"], [0.95, 0.05]))
+    moved_by = np.abs(b["amount"][later] - a["amount"][later])
+    assert (moved_by >= 0.5 * spread - 1e-9).all() and (moved_by <= 1.5 * spread + 1e-9).all()  # scale-aware

@@ -1,0 +1,42 @@
+"""``tabzoo estimate``: memory and time before work (issue 29 item 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _icl_testmodel import ICLTestClassifier, use_plugin_env
+from tabzoo.cli import main
+from tabzoo.estimators.estimate import estimate_in_context, forward_flops
+from tabzoo.plugins import reset_registry
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    yield use_plugin_env(tmp_path / "site", monkeypatch)
+    reset_registry()
+
+
+def test_cli_prints_one_json_document(site: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--model", "icl_test", "--rows", "500", "--features", "8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == 500 and doc["predict_rows"] == 500
+    assert doc["fit_bytes"] > 500 * 8 * 4 and doc["predict_bytes"] > doc["fit_bytes"] > 0
+    assert doc["flops"] > 0 and doc["throughput"] > 0 and doc["predict_seconds"] > 0
+
+
+def test_cli_refuses_bad_numbers(site: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["estimate", "--model", "icl_test", "--rows", "0", "--features", "8"])
+
+
+def test_estimates_grow_with_the_table() -> None:
+    est = ICLTestClassifier(n_estimators=2, device="cpu")
+    small = estimate_in_context(est, 200, 4, throughput=1e9)
+    big = estimate_in_context(est, 2000, 4, throughput=1e9)
+    assert big.fit_bytes > small.fit_bytes and big.predict_bytes > small.predict_bytes
+    assert big.predict_seconds > small.predict_seconds
+    model = est._fit_model()
+    one = forward_flops(model, 1, 100, 50, 4)
+    assert one > 0 and forward_flops(model, 2, 100, 50, 4) == pytest.approx(2 * one)
