@@ -42,3 +42,42 @@ def finite(minimum: float = 0.0, *, strict: bool = False) -> Callable[[str], flo
 
     parse.__name__ = f"finite number {bound}"
     return parse
+
+
+def device(text: str) -> str:
+    """A device this machine has: ``auto``, ``cpu``, ``cuda[:i]`` (present), ``mps`` (available)...
+
+    Checked by :func:`tabzoo.estimators.base.resolve_device` (torch is imported only when the flag
+    is given, so ``--help`` stays fast)."""
+    if text == "auto":
+        return text
+    from tabzoo.errors import TabzooError
+    from tabzoo.estimators.base import resolve_device
+
+    try:
+        resolve_device(text)
+    except TabzooError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+device.__name__ = "device"
+
+
+def readable_file(text: str) -> str:
+    """A path to an existing file this process can read (a pipe such as ``/dev/stdin`` counts)."""
+    import os
+
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path to a file, got an empty string")
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist; check the path")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give the path of a file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read (permissions); make it readable or copy it")
+    return text
+
+
+readable_file.__name__ = "readable file"
+

@@ -32,6 +32,8 @@ import sys
 import warnings
 from typing import Any
 
+from tabzoo.cli.argtypes import device, readable_file, whole
+
 EXIT_OK, EXIT_FAILED, EXIT_NOT_PROVEN = 0, 1, 3
 
 
@@ -39,10 +41,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("conformance", help="run the conformance kit on installed plugins")
     p.add_argument("name", metavar="NAME|all", help="case, plugin or distribution name (comma-separated), or all")
     p.add_argument("--json", action="store_true", help="print stable JSON instead of a table")
-    p.add_argument("--max-examples", type=int, default=10, metavar="N", help="small-phase examples per property check (10)")
-    p.add_argument("--seed", type=int, default=0, help="base seed (0)")
-    p.add_argument("--device", default=None, help="device for models and inputs (default: each case's own)")
-    p.add_argument("--xfails", default=None, metavar="FILE", help="JSON/TOML map case -> check -> reason")
+    p.add_argument("--max-examples", type=whole(1), default=10, metavar="N", help="small-phase examples per property check (10)")
+    p.add_argument("--seed", type=whole(0), default=0, help="base seed (0)")
+    p.add_argument("--device", default=None, type=device, help="device for models and inputs (default: each case's own)")
+    p.add_argument("--xfails", default=None, type=readable_file, metavar="FILE", help="JSON/TOML map case -> check -> reason")
     p.add_argument("--check", action="append", default=None, metavar="CHECK", help="run only this check (repeatable)")
     p.add_argument("--strict", action="store_true", help="(the default) a skipped (not proven) check is a failure")
     p.add_argument("--allow-unproven", action="store_true",

@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from tabzoo.cli.argtypes import whole
 from tabzoo.errors import TabzooError, TabzooInputError
 
 
@@ -36,7 +37,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", default=None, help="report folder (must not hold files); default: a new "
                    "./tabzoo-demo-YYYY-MM-DD[-N]")
     p.add_argument("--full", action="store_true", help="the longer demos (quick=False): more data sets, more steps")
-    p.add_argument("--seed", type=int, default=0, help="seed of every split and model")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of every split and model")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-report", action="store_true", help="print the table only; write no folder")
     p.add_argument("--json", action="store_true", help="print stable JSON instead of the table")

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tabzoo.cli.argtypes import whole
+from tabzoo.cli.argtypes import device, readable_file, whole
 
 READERS = {".csv": "read_csv", ".parquet": "read_parquet", ".pq": "read_parquet"}
 
@@ -32,15 +32,15 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("predict", help="fit an in-context estimator on a file and predict another")
     p.add_argument("--model", default=None,
                    help="registered architecture name with an estimator (default with --checkpoint: its architecture)")
-    p.add_argument("--train", required=True, help="training rows, .csv or .parquet")
+    p.add_argument("--train", required=True, type=readable_file, help="training rows, .csv or .parquet")
     p.add_argument("--test", required=True, help="rows to predict: .csv or .parquet, or a folder of them (streamed)")
     p.add_argument("--target", required=True, help="name of the target column in --train")
     p.add_argument("--out", default=None, help="output .csv or .parquet (default: CSV on stdout)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file (never an input)")
     p.add_argument("--estimator", default=None, help="override the estimator, 'pkg.module:Class'")
-    p.add_argument("--n-estimators", type=int, default=None, help="ensemble members")
-    p.add_argument("--device", default=None, help="auto (default), cpu, cuda, ...")
-    p.add_argument("--seed", type=int, default=None, help="random_state of the estimator")
+    p.add_argument("--n-estimators", type=whole(1), default=None, help="ensemble members")
+    p.add_argument("--device", default=None, type=device, help="auto (default), cpu, cuda, ...")
+    p.add_argument("--seed", type=whole(0), default=None, help="random_state of the estimator")
     p.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="your own weights: a `tabzoo pretrain --out` folder or a checkpoint stem")
     p.add_argument("--batch-rows", type=whole(1), default=None, metavar="N",

@@ -20,6 +20,8 @@ import os
 import sys
 from typing import Any
 
+from tabzoo.cli.argtypes import finite, whole
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -30,15 +32,15 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--model", required=True, help="registered architecture name (see `tabzoo plugins`)")
     p.add_argument("--prior", required=True, help="registered prior name, e.g. scm")
-    p.add_argument("--steps", type=int, required=True, help="optimizer steps")
+    p.add_argument("--steps", type=whole(1), required=True, help="optimizer steps")
     p.add_argument("--out", required=True, help="output folder: checkpoints, model, learning curve")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     p.add_argument("--overwrite", action="store_true",
                    help="start afresh in an --out that already holds a run, replacing it (without "
                         "--resume or --overwrite, a non-empty --out is refused)")
-    p.add_argument("--batch-size", type=int, default=None, help="episodes per step over all processes")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate")
-    p.add_argument("--seed", type=int, default=None, help="seed of weights and batches")
+    p.add_argument("--batch-size", type=whole(1), default=None, help="episodes per step over all processes")
+    p.add_argument("--lr", type=finite(0.0, strict=True), default=None, help="peak learning rate")
+    p.add_argument("--seed", type=whole(0), default=None, help="seed of weights and batches")
     p.add_argument(
         "--config", default=None,
         help='JSON object of further TrainConfig fields, e.g. \'{"amp": "off", "checkpoint_every": 50, '

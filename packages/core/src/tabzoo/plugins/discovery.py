@@ -6,7 +6,7 @@ process-wide registry imports any plugin, a child process (:mod:`tabzoo.plugins.
 every entry point in turn, reporting each start and end on its stdout:
 
 * a child that dies while loading plugin ``X`` (``os._exit``, a signal, a crash) marks ``X``
-  *killed*; one that reports nothing for ``TABZOO_PLUGIN_TIMEOUT`` seconds (default 120) while
+  *killed*; one that reports nothing for ``TABZOO_PLUGIN_TIMEOUT`` seconds (default 300) while
   loading ``X`` is killed and marks ``X`` *hung*. A new child then loads the others, with ``X``
   recorded as an import failure; the command's process never imports ``X``.
 * the last child also returns the listing of ``tabzoo plugins`` (:func:`describe`).
@@ -17,8 +17,8 @@ every installed distribution's metadata folder (``name-version.dist-info``, so i
 and location) and that folder's modification time, the modification time of every
 entry-point module, and the plugin allow/block lists. Installing, removing or upgrading any
 distribution, or editing a plugin module, invalidates it, so ``tabzoo plugins`` answers from the
-cache without importing any plugin. A cached hang is re-checked after an hour (a loaded machine
-may only have been slow). ``TABZOO_PLUGIN_PROBE=0`` turns the child and the cache off
+cache without importing any plugin. A hang is never answered from the cache (a loaded machine
+may only have been slow): each new process checks again. ``TABZOO_PLUGIN_PROBE=0`` turns the child and the cache off
 (plugins are then imported in-process, each under a ``BaseException`` guard), as does
 ``TABZOO_STRICT_PLUGINS``. Where the child cannot run at all, loading falls back to that too.
 """
@@ -70,10 +70,10 @@ def cache_dir() -> Path:
 
 def _timeout() -> float:
     try:
-        value = float(os.environ.get(TIMEOUT_ENV, "120"))
+        value = float(os.environ.get(TIMEOUT_ENV, "300"))
     except ValueError:
-        value = 120.0
-    return value if value > 0 else 120.0
+        value = 300.0
+    return value if value > 0 else 300.0
 
 
 def _module_mtime(value: str) -> int:
@@ -245,13 +245,14 @@ def discovered() -> dict[str, Any] | None:
     return data
 
 
-HANG_RECHECK_S = 3600.0
-"""A cached hang is re-checked after this many seconds: a slow machine may have caused it."""
+HANG_RECHECK_S = 0.0
+"""A cached hang is re-checked after this many seconds: a loaded machine may have caused it (an
+import of torch took over 120 s at a load of 20 on 2 cores), so hangs are not trusted from the cache."""
 
 
 def _stale_hang(data: dict[str, Any]) -> bool:
     hung = any(reason.startswith("PluginHang") for reason in data.get("excluded", {}).values())
-    return hung and time.time() - float(data.get("created", 0)) > HANG_RECHECK_S
+    return hung and time.time() - float(data.get("created", 0)) >= HANG_RECHECK_S
 
 
 def excluded_plugins() -> dict[str, str]:
