@@ -22,7 +22,8 @@ nox.options.error_on_missing_interpreters = True
 PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
 # core first: a failure there explains the failures of the others.
 PACKAGES.sort(key=lambda p: (p != "core", p))
-nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["integration", "third_party", "lint", "typing"]
+nox.options.sessions = [f"tests(package='{p}')" for p in PACKAGES] + ["integration", "third_party", "one_model", "lint",
+                                                                             "typing"]
 
 # Tests that skip in the isolated sessions because they need a second workspace package (they
 # `pytest.importorskip("tabzoo_<other>")`), run by `integration` with every package installed,
@@ -32,6 +33,7 @@ INTEGRATION_TESTS = {
     "core": [
         "packages/core/tests/test_train.py::test_trains_on_the_real_scm_prior",
         "packages/core/tests/test_plugin_isolation.py::test_cli_conformance_tabflex_beside_the_evil_distribution",
+        "packages/core/tests/test_fuzz_every_estimator.py",  # every plugin estimator (skips with the core alone)
     ],
     "tabflex": ["packages/tabflex/tests/test_pretraining.py"],
     "orion-msp": ["packages/orion-msp/tests/test_pretraining.py::test_prior_draws_the_widest_tables"],
@@ -96,13 +98,42 @@ def integration(session: nox.Session) -> None:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """The fuzz tests with a thorough budget (CI runs them with 8 examples each in the core tests):
-    bad command lines, files and estimator inputs; TABZOO_FUZZ_EXAMPLES sets the budget."""
-    _sync(session, "--package=tabzoo-core", "--group=test")
+    bad command lines, files and estimator inputs (every plugin's estimators too, so every package is
+    installed); TABZOO_FUZZ_EXAMPLES sets the budget."""
+    _sync(session, "--all-packages", "--group=dev")
     env = {"HYPOTHESIS_PROFILE": "dev", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages/core/tests").glob("test_fuzz_*.py"))
     session.run("python", "-m", "pytest", *tests, "packages/core/tests/test_cli_files.py", "-q", "-p",
                 "no:cacheprovider", "--hypothesis-show-statistics", *session.posargs, env=env)
+
+
+@nox.session(venv_backend="none")
+def one_model(session: nox.Session) -> None:
+    """The README's "Installing only one model", for real: build the core and the tabflex wheels, install
+    those two alone (with the sklearn extra) into a fresh venv in a separate folder, run the example.
+
+    Third-party versions are pinned to uv.lock, as in ``third_party``."""
+    tmp = Path(session.create_tmp())
+    dist, venv = tmp / "dist-one-model", tmp / "venv-one-model"
+    shutil.rmtree(dist, ignore_errors=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    constraints = tmp / "constraints-one-model.txt"
+    session.run(
+        "uv", "export", "--frozen", "--no-hashes", "--all-packages", "--all-extras", "--all-groups",
+        "--no-emit-workspace", "--format", "requirements-txt", "-q", "-o", str(constraints), external=True,
+    )
+    for package in ("tabzoo-core", "tabzoo-tabflex"):
+        session.run("uv", "build", "--package", package, "--wheel", "--out-dir", str(dist), external=True)
+    (core,) = dist.glob("tabzoo_core-*.whl")
+    (tabflex,) = dist.glob("tabzoo_tabflex-*.whl")
+    session.run("uv", "venv", "--python", "3.11", str(venv), external=True)
+    py = str(venv / "bin" / "python")
+    session.run("uv", "pip", "install", "--python", py, "-c", str(constraints), f"{core}[sklearn]", str(tabflex),
+                external=True)
+    session.run(str(venv / "bin" / "tabzoo"), "plugins", external=True)
+    session.run(py, "examples/one_model_tabflex.py", external=True,
+                env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
 
 
 @nox.session

@@ -160,9 +160,9 @@ def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, 
 
 
 # -- issue 28: TabFlex checkpoints and fine-tuning (runners named in --models, or run by default) ------
-#: fine-tuning as measured: the core's FineTune defaults (Adam 3e-4, clip 1, 512 context + 256 query rows per
-#: episode, inner validation split of 20% deciding early stopping and whether the tuned weights are kept)
-TABFLEX_FINE_TUNE: dict[str, Any] = {"steps": 100, "progress": False}
+#: fine-tuning as measured: the core's FineTune defaults (Adam lr 1e-3, clip 1, 512 context + 256 query rows per
+#: episode, 100 steps, inner validation split of 20% deciding early stopping and whether the tuned weights are kept)
+TABFLEX_FINE_TUNE: dict[str, Any] = {"steps": 100, "lr": 1e-3, "progress": False}
 #: name -> (architecture, estimator kwargs); compared with the plain ``tabflex`` runner (its defaults)
 TABFLEX_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "tabflex-small": ("tabflex", {"checkpoint": "tabflex-small"}),

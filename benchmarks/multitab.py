@@ -204,7 +204,7 @@ def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
         out[ref] = {m: {"mean": float(np.mean([v for vs in ps.values() for v in vs])),
                         "std": float(np.std([v for vs in ps.values() for v in vs])),
                         "runs": sum(len(vs) for vs in ps.values()), "settings": len(ps),
-                        "settings_positive": sum(np.mean(vs) > 0 for vs in ps.values()),
+                        "settings_positive": int(sum(np.mean(vs) > 0 for vs in ps.values())),
                         "per_setting_mean": {str(k): float(np.mean(vs)) for k, vs in sorted(ps.items())}}
                     for m, ps in per_setting.items()}
     return out

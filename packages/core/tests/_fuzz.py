@@ -10,7 +10,9 @@ with the corruption that caused it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import signal
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,22 @@ CLASSES = (
     "mixed_labels", "mixed_object_column", "single_class", "empty", "duplicate_names",
     "int_names", "mixed_names", "huge", "subnormal", "constant", "all_nan", "all_none",
 )
+
+
+@contextlib.contextmanager
+def alarm(seconds: int) -> Iterator[None]:
+    """Raise ``TimeoutError`` in the main thread when the block runs past ``seconds`` (a hang)."""
+
+    def hang(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"the call ran past {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 class Raised:

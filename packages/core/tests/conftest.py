@@ -10,3 +10,12 @@ register_hypothesis_profiles(ci=20)  # ci: derandomized; random: fresh examples 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     relax_rounding_xfails(items)  # every other expected failure is strict
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_plugin_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Plugin discovery caches in a folder of this test session, never the user's cache
+    (subprocesses inherit it)."""
+    import os
+
+    os.environ.setdefault("TABZOO_CACHE_DIR", str(tmp_path_factory.mktemp("tabzoo-cache")))

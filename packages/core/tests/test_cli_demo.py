@@ -34,29 +34,20 @@ def {fn}(*, seed=0, quick=True):
     ]
 '''
 
-EXPLICIT = '''
+HOOKS = '''
 from tabzoo.plugins import hookimpl, ArchitectureSpec, DemoSpec
 
 @hookimpl
 def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other"))
+    register(ArchitectureSpec(name="{arch}", build=lambda c: None, kind="other"))
 
 @hookimpl
 def tabzoo_register_demos(register):
-    register(DemoSpec("toy_a", "tz_demo_a:my_demo"))
-''' + ROWS.format(fn="my_demo", model="toy_a (fine-tuned)")
+    register(DemoSpec("{arch}", {demo}))
+'''
+EXPLICIT = HOOKS.format(arch="toy_a", demo="'tz_demo_a:my_demo'") + ROWS.format(fn="my_demo", model="toy_a (fine-tuned)")
 
-BROKEN = '''
-from tabzoo.plugins import hookimpl, ArchitectureSpec, DemoSpec
-
-@hookimpl
-def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_c", build=lambda c: None, kind="other"))
-
-@hookimpl
-def tabzoo_register_demos(register):
-    register(DemoSpec("toy_c", run_demo))
-
+BROKEN = HOOKS.format(arch="toy_c", demo="run_demo") + '''
 def run_demo(*, seed=0, quick=True):
     raise RuntimeError("this demo is broken on purpose")
 '''
@@ -194,17 +185,7 @@ def test_the_last_line_lists_only_written_files(site: Path, monkeypatch: pytest.
     assert last.endswith("(report.md, results.json)") and "PNG" not in last
 
 
-IMPOSTOR = """
-from tabzoo.plugins import hookimpl, ArchitectureSpec, DemoSpec
-
-@hookimpl
-def tabzoo_register_architectures(register):
-    register(ArchitectureSpec(name="toy_a", build=lambda c: None, kind="other"))
-
-@hookimpl
-def tabzoo_register_demos(register):
-    register(DemoSpec("toy_a", "tz_impostor:run_demo"))
-
+IMPOSTOR = HOOKS.format(arch="toy_a", demo="'tz_impostor:run_demo'") + """
 def run_demo(*, seed=0, quick=True):
     return []
 """

@@ -7,7 +7,7 @@ import torch
 from tabzoo.errors import MemoryLimitError, TabzooInputError
 
 pytest.importorskip("sklearn", reason="tabzoo.estimators needs the sklearn extra")
-from tabzoo.estimators.memory import (  # noqa: E402
+from tabzoo.kernels.memory import (  # noqa: E402
     ENV,
     available_memory,
     check_memory,

@@ -8,14 +8,13 @@ raises it); ``tabzoo conformance`` is the kit's and is fuzzed there.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _fuzz import alarm
 from _icl_testmodel import use_plugin_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,24 +44,10 @@ def _digest(root: Path) -> dict[str, str]:
             for p in sorted(root.glob("*.csv"))}
 
 
-@contextlib.contextmanager
-def _alarm(seconds: int) -> Any:
-    def hang(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"the command ran past {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def _run(argv: list[str], root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = _digest(root)
     capsys.readouterr()
-    with _alarm(120):
+    with alarm(120):
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse's usage error: a clean refusal

@@ -158,6 +158,31 @@ def test_names_resolve_through_a_registry() -> None:
     assert res.model.config["temperature"] == 0.5
 
 
+def test_the_latest_state_exports_the_run_s_model(tmp_path: Path) -> None:
+    """Issue 31 item 6: a run folder need not keep its model export; the state holds the same model."""
+    from tabzoo.checkpoint import load_checkpoint
+    from tabzoo.errors import CheckpointError
+    from tabzoo.train.state import export_latest
+
+    reg = PluginRegistry()
+    rec = PluginRecord("t", "tz-test", "1", "t")
+    reg.add("architectures", ArchitectureSpec(name="icl_test", build=build, default_config={"temperature": 0.5}), rec)
+    reg.add("priors", PriorSpec(name="blobs", factory=BlobsPrior), rec)
+    out = tmp_path / "run"
+    pretrain("icl_test", "blobs", registry=reg, out=out, steps=3, prior_config={"max_features": 3},
+             model_config={"temperature": 0.7}, **FAST)
+    export_latest(out, tmp_path / "exported", registry=reg, extra={"note": "x"})
+    ours, run = load_checkpoint(tmp_path / "exported"), load_checkpoint(out / "model")
+    for key in ("architecture", "config", "prior", "steps"):
+        assert ours.meta[key] == run.meta[key], key
+    assert ours.meta["extra"]["note"] == "x" and ours.meta["extra"]["train_config"] == run.meta["extra"]["train_config"]
+    assert all(torch.equal(ours.tensors[k], run.tensors[k]) for k in run.tensors) and set(ours.tensors) == set(run.tensors)
+    with pytest.raises(CheckpointError, match="overwrite"):
+        export_latest(out, tmp_path / "exported", registry=reg)
+    with pytest.raises(CheckpointError, match="no training state"):
+        export_latest(tmp_path, tmp_path / "other", registry=reg)
+
+
 def test_bad_configurations_raise_with_the_fix() -> None:
     with pytest.raises(TabzooInputError, match="multiple of 3"):
         pretrain(build({}), BlobsPrior(), steps=1, batch_size=4, micro_batches=3, progress=False)

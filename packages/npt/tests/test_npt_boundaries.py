@@ -75,7 +75,7 @@ def test_parameters_grow_linearly_with_the_column_count() -> None:
     """The row-width cap: 2x the columns never more than doubles the parameters (the uncapped ABD
     layers grow 4x), 200 features stay far below the ~2.7 GB they took before, and widths up
     to the limit builds."""
-    from tabzoo.estimators.memory import parameter_count
+    from tabzoo.kernels.memory import parameter_count
     from tabzoo_npt.model import NPT, row_dim
 
     est = NPTRegressor(preset="small")

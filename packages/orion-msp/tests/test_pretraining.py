@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from tabzoo_orion_msp.config import get_config
 
 PKG = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def test_training_state_is_committed_for_resume() -> None:
     latest = json.loads((run / "latest.json").read_text())
     state = run / f"{latest['state']}.safetensors"
     assert state.exists() and state.stat().st_size < 50 * 2**20
-    assert (run / "model.json").exists()
+    assert not (run / "model.safetensors").exists()  # the export comes from the state (no duplicated weights)
 
 
 def test_export_refuses_to_overwrite(tmp_path, monkeypatch) -> None:
@@ -64,3 +65,12 @@ def test_export_refuses_to_overwrite(tmp_path, monkeypatch) -> None:
     with pytest.raises(CheckpointError, match="overwrite"):
         pretraining.export_checkpoint(run, "copy")
     pretraining.export_checkpoint(run, "copy", overwrite=True)
+    from tabzoo.checkpoint import load_checkpoint
+
+    # the state's model is the shipped one: same weights, architecture and config
+    ours = load_checkpoint(stem)
+    shipped = load_checkpoint(Path(pretraining.__file__).parent / "checkpoints" / "orion-msp-small")
+    assert (ours.meta["architecture"], ours.meta["config"], ours.meta["steps"]) == (
+        shipped.meta["architecture"], shipped.meta["config"], shipped.meta["steps"])
+    assert set(ours.tensors) == set(shipped.tensors)
+    assert all(torch.equal(ours.tensors[k], shipped.tensors[k]) for k in ours.tensors)

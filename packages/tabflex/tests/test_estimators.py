@@ -9,7 +9,12 @@ pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import CheckpointError  # noqa: E402
-from tabzoo_tabflex.estimators import TabFlexClassifier, TabFlexRegressor, load_tabflex  # noqa: E402
+from tabzoo_tabflex.estimators import (  # noqa: E402
+    DEFAULT_CHECKPOINT,
+    TabFlexClassifier,
+    TabFlexRegressor,
+    load_tabflex,
+)
 from tabzoo_tabflex.model import TabFlex  # noqa: E402
 
 
@@ -39,7 +44,7 @@ def test_classifier_probabilities_and_save_load(tmp_path) -> None:
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    assert clf.selection_.name == "tabflex-small" and clf.selection_.preferred == "S100"
+    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-icl" and clf.selection_.preferred == "S100"
     stem = clf.save(tmp_path / "clf")
     again = TabFlexClassifier.load(stem)
     np.testing.assert_allclose(again.predict_proba(X[80:]), p, atol=1e-6)

@@ -19,7 +19,6 @@ import torch
 from sklearn.utils.metaestimators import available_if
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import resolve_device
-from tabzoo.estimators.memory import check_memory, inference_bytes, parameter_count, training_bytes
 from tabzoo.estimators.scaling import unstandardize
 from tabzoo.estimators.sk import (
     BaseEstimator,
@@ -29,6 +28,7 @@ from tabzoo.estimators.sk import (
     check_n_features_and_names,
     check_params,
 )
+from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count, training_bytes
 
 from tabzoo_multitab.baselines import BASELINES
 from tabzoo_multitab.config import MultiTabConfig
@@ -184,7 +184,7 @@ class MultiTabEstimator(BaseEstimator):
 
     def _check_memory(self, n_train: int, n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
-        (:mod:`tabzoo.estimators.memory`). MultiTab-Net's row attention and heads see all
+        (:mod:`tabzoo.kernels.memory`). MultiTab-Net's row attention and heads see all
         ``tokens * d_embed`` values of a row, so its parameters grow with the square of the column
         count: this check is its width limit."""
         params = parameter_count(self._build)

@@ -54,30 +54,26 @@ STAGES: tuple[dict[str, Any], ...] = (
 
 def export_checkpoint(run_dir: str | Path, name: str = "orion-msp-small", *, overwrite: bool = False,
                       notes: dict[str, Any] | None = None) -> Path:
-    """Copy a run's exported model into the package data, with metadata and its learning curve.
+    """Export a run's model (from its training state) into the package data, with metadata and its
+    learning curve (:func:`tabzoo.train.state.export_latest`: the run folder keeps only what resumes).
 
-    :param run_dir: the ``--out`` folder of ``tabzoo pretrain`` (holds ``model.safetensors/json``).
+    :param run_dir: the ``--out`` folder of ``tabzoo pretrain`` (holds ``latest.json`` and the state).
     :param name: checkpoint name in the package (``<name>.safetensors``, ``<name>.json``,
         ``<name>-learning-curve.png``).
     :param overwrite: replace an existing checkpoint of that name (never silently).
     :param notes: extra metadata (curriculum, prior caveats) stored under ``extra.notes``.
     :return: the stem of the written checkpoint.
     """
-    from tabzoo.checkpoint import load_checkpoint, save_checkpoint
+    from tabzoo.train.state import export_latest
 
     from tabzoo_orion_msp import __version__
 
     run = Path(run_dir)
-    ckpt = load_checkpoint(run / "model")
     dest = CHECKPOINT_DIR / name
     if Path(str(dest) + ".json").exists() and not overwrite:
         raise CheckpointError(f"{dest}.json exists; pass overwrite=True to replace the shipped checkpoint.")
-    meta = ckpt.meta
-    extra = dict(meta.get("extra") or {})
-    extra["notes"] = dict(notes or {})
-    extra["curriculum"] = list(STAGES)
-    save_checkpoint(dest, ckpt.tensors, architecture=meta["architecture"], config=meta["config"],
-                    prior=meta.get("prior"), steps=meta.get("steps"), package_version=__version__, extra=extra)
+    export_latest(run, dest, overwrite=True, package_version=__version__,
+                  extra={"notes": dict(notes or {}), "curriculum": list(STAGES)})
     curve = run / "learning_curve.png"
     if curve.exists():
         shutil.copyfile(curve, CHECKPOINT_DIR / f"{name}-learning-curve.png")

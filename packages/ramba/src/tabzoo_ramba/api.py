@@ -164,8 +164,8 @@ class Ramba:
     def _check_memory(self, seqs: Sequence[Seq], batch_size: int) -> None:
         """Refuse before training when a step's estimated peak (parameters, gradients and Adam
         state, plus ``batch_size`` sequences of the longest length through every block) exceeds
-        the memory limit (:mod:`tabzoo.estimators.memory`)."""
-        from tabzoo.estimators.memory import check_memory, training_bytes
+        the memory limit (:mod:`tabzoo.kernels.memory`)."""
+        from tabzoo.kernels.memory import check_memory, training_bytes
 
         c = self.model.cfg
         length = max((len(q.kind) for q in seqs), default=0)

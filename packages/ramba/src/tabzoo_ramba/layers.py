@@ -114,9 +114,8 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     :param edges: ``[E, 2]`` (child row, parent row).
     :returns: ``row_tok [R, Kmax]`` flat token ids of each row's cells (-1 pad),
         ``rel_keys [R, Mmax]`` flat token ids of the cells of each row's FK neighbours (both
-        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first), ``pairs`` and
-        ``tok_slot [B*L]``: the position of each token in ``row_tok.reshape(-1)`` (``R*Kmax``
-        for SEP and padding), so a per-slot result is put back in token order by one gather.
+        directions, at most ``max_rel_rows`` neighbour rows, lowest row id first), ``pairs``, and
+        per attention kind (``"intra"``, ``"rel"``) the packing of :func:`_groups`.
     """
     flat = row.reshape(-1)
     dev = flat.device
@@ -130,8 +129,7 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
     slot_in_row = torch.arange(len(r), device=dev) - starts[r]
     row_tok[r, slot_in_row] = idx
-    tok_slot = torch.full((flat.numel(),), n_rows * row_tok.shape[1], dtype=torch.long, device=dev)
-    tok_slot[idx] = r * row_tok.shape[1] + slot_in_row
+    cells = (idx, r, slot_in_row, flat.numel())
     if edges.numel():
         pairs = torch.unique(torch.cat([edges, edges.flip(1)], 0), dim=0)  # sorted by (a, b)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -146,8 +144,10 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     cnt = counts[b]
     total = int(cnt.sum())
     if total == 0:
-        return {"row_tok": row_tok, "rel_keys": torch.full((n_rows, 1), -1, dtype=torch.long, device=dev),
-                "pairs": pairs, "tok_slot": tok_slot}
+        rel_keys = torch.full((n_rows, 1), -1, dtype=torch.long, device=dev)
+        return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
+                "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys,
+                                                                                          counts * 0, cells)}
     pid = torch.repeat_interleave(torch.arange(len(a), device=dev), cnt)
     within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
     key_tok = row_tok[b[pid], within]
@@ -156,7 +156,40 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
     rel_keys = torch.full((n_rows, int(oc.max())), -1, dtype=torch.long, device=dev)
     rel_keys[owner, slot] = key_tok
-    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs, "tok_slot": tok_slot}
+    return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
+            "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys, oc, cells)}
+
+
+def _groups(row_tok: torch.Tensor, n_q: torch.Tensor, keys: torch.Tensor, n_k: torch.Tensor,
+            cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]) -> dict[str, Any]:
+    """Rows packed by size class, so attention is not padded to the largest row everywhere.
+
+    Rows with at least one key are grouped by (next power of two >= 4 of their query count, of
+    their key count); group ``g`` has ``q_tok [R_g, Q_g]`` and ``k_tok [R_g, K_g]`` (-1 pad).
+    ``tok_slot [B*L]`` is each token's position in the groups' outputs concatenated
+    (``[sum R_g Q_g]``), or that total (a zero row) for SEP, padding and rows without keys.
+    """
+    idx, r, slot_in_row, n_tok = cells
+    dev = row_tok.device
+
+    def size_class(n: torch.Tensor) -> torch.Tensor:
+        return torch.exp2(torch.ceil(torch.log2(n.clamp(min=4).double()))).long()
+
+    cq, ck = size_class(n_q), size_class(n_k)
+    has = n_k > 0
+    label = torch.where(has, cq * (int(ck.max()) + 1) + ck, -1) if len(n_k) else n_k
+    base = torch.zeros(len(n_k), dtype=torch.long, device=dev)
+    groups, total = [], 0
+    for lab in torch.unique(label[has]).tolist():
+        rows = torch.nonzero(label == lab).squeeze(-1)
+        q_w, k_w = min(int(cq[rows[0]]), row_tok.shape[1]), min(int(ck[rows[0]]), keys.shape[1])
+        groups.append((row_tok[rows, :q_w], keys[rows, :k_w]))
+        base[rows] = total + torch.arange(len(rows), device=dev) * q_w
+        total += len(rows) * q_w
+    tok_slot = torch.full((n_tok,), total, dtype=torch.long, device=dev)
+    keep = has[r]
+    tok_slot[idx[keep]] = base[r[keep]] + slot_in_row[keep]
+    return {"groups": groups, "tok_slot": tok_slot}
 
 
 class StructuralAttention(nn.Module):
@@ -177,22 +210,23 @@ class StructuralAttention(nn.Module):
         return self.out(o)
 
     def _gather(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
-        """Each row's queries against its allowed keys, packed ``[R, H, K, dh]`` by index_select,
-        put back in token order by one gather (``tok_slot``); SEP and padding get 0."""
+        """Each row's queries against its allowed keys, packed per size group ``[R_g, H, Q_g, dh]``
+        by index_select, put back in token order by one gather (``tok_slot``); SEP, padding and
+        rows without keys get 0."""
         bsz, length, d = q.shape
         dh = d // self.h
-        row_tok = struct["row_tok"]
-        keys = row_tok if self.kind == "intra" else struct["rel_keys"]
-        n_rows, kq = row_tok.shape
-        qi, ki = row_tok.clamp(min=0).reshape(-1), keys.clamp(min=0).reshape(-1)
+        pack = struct[self.kind]
 
-        def pick(t: torch.Tensor, idx: torch.Tensor, width: int) -> torch.Tensor:  # -> [R, H, width, dh]
-            return t.reshape(bsz * length, self.h, dh).index_select(0, idx).view(n_rows, width, self.h, dh).transpose(1, 2)
+        def pick(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:  # [R_g, W] -> [R_g, H, W, dh]
+            flat = t.reshape(bsz * length, self.h, dh).index_select(0, idx.clamp(min=0).reshape(-1))
+            return flat.view(idx.shape[0], idx.shape[1], self.h, dh).transpose(1, 2)
 
-        allowed = (keys >= 0)[:, None, None, :]
-        oo = masked_attention(pick(q, qi, kq), pick(k, ki, keys.shape[1]), pick(v, ki, keys.shape[1]), allowed)
-        oo = torch.cat([oo.transpose(1, 2).reshape(n_rows * kq, d), oo.new_zeros(1, d)])
-        return oo.index_select(0, struct["tok_slot"]).view(bsz, length, d)
+        outs = []
+        for q_tok, k_tok in pack["groups"]:
+            oo = masked_attention(pick(q, q_tok), pick(k, k_tok), pick(v, k_tok), (k_tok >= 0)[:, None, None, :])
+            outs.append(oo.transpose(1, 2).reshape(-1, d))
+        outs.append(q.new_zeros(1, d))
+        return torch.cat(outs).index_select(0, pack["tok_slot"]).view(bsz, length, d)
 
     def _masked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
         from tabzoo.masks import edges as edge_mask

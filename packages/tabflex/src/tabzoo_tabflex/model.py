@@ -158,12 +158,9 @@ class TabFlex(nn.Module):
         The read goes through :func:`tabzoo.kernels.linear_attention_read`, so ``kernels.use(...)``
         and ``TABZOO_KERNELS`` choose its backend.
         """
-        attn = layer.attn
-        b, n, _ = h.shape
-        q = attn.q_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
+        q = layer.attn.project_queries(layer.attention_input(h))
         a = kernels.linear_attention_read(q, kv, k_sum, eps=EPS)  # [B, H, n, Dh] in the dtype of q
-        x = layer.norm1(h + attn.out_proj(a.transpose(1, 2).reshape(b, n, attn.d_model)))
-        return layer.norm2(x + layer.ffn(x))
+        return layer.after_attention(h, layer.attn.merge_heads(a))
 
     def _state_of(self, layer: TransformerBlock, h: torch.Tensor,
                   w: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -172,15 +169,12 @@ class TabFlex(nn.Module):
         With row weights ``w [B, n]``: ``S = sum_j w_j phi(k_j) v_j^T`` and ``z = sum_j w_j phi(k_j)`` (a row of
         weight 2 counts as that row twice), through the same registry op (``z`` as the state of the values ``w``).
         """
-        attn = layer.attn
-        b, n, _ = h.shape
-        k = attn.k_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
-        v = attn.v_proj(h).view(b, n, attn.n_heads, attn.head_dim).transpose(1, 2)
+        k, v = layer.attn.project_keys_values(layer.attention_input(h))
         if w is None:
             return kernels.linear_attention_state(k, v)
         wv = w.to(v.dtype)[:, None, :, None]  # [B, 1, n, 1]
         kv, _ = kernels.linear_attention_state(k, v * wv)
-        zw, _ = kernels.linear_attention_state(k, wv.expand(b, attn.n_heads, n, 1).contiguous())
+        zw, _ = kernels.linear_attention_state(k, wv.expand(*v.shape[:3], 1).contiguous())
         return kv, zw[..., 0]
 
     def _require_linear(self) -> None:

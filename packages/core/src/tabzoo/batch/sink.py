@@ -55,7 +55,7 @@ class Sink:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-        if self._fh is not None and self._fh is not sys.stdout:
-            self._fh.close()
-        elif self._fh is sys.stdout:
+        if self._fh is sys.stdout:
             sys.stdout.flush()
+        elif self._fh is not None:
+            self._fh.close()

@@ -113,7 +113,8 @@ def _check_schema(src: Source) -> None:
 def iter_tables(src: Source, columns: Sequence[str], batch_rows: int) -> Iterator[Any]:
     """``pyarrow.Table`` objects of ``columns``, exactly ``batch_rows`` rows each (the last one fewer).
 
-    At most ``2 * batch_rows`` rows are held at once, whatever the size of the source.
+    About ``3 * batch_rows`` rows are held at once (the pending rows, the next batch read ahead, the
+    table yielded), whatever the size of the source.
 
     :raises TabzooInputError: a missing column, or a file that fails to parse mid-way (ragged row,
         a non-number in a number column, bad UTF-8), naming the source and the fix.
@@ -126,7 +127,10 @@ def iter_tables(src: Source, columns: Sequence[str], batch_rows: int) -> Iterato
     pending: list[Any] = []
     held = 0
     try:
-        for batch in src.dataset.to_batches(columns=list(columns), batch_size=batch_rows):
+        # no read-ahead beyond one batch of one file: pyarrow's default (16 batches, 4 files) would
+        # hold up to 16 x batch_rows rows besides the one being scored
+        for batch in src.dataset.to_batches(columns=list(columns), batch_size=batch_rows, batch_readahead=1,
+                                            fragment_readahead=1):
             if batch.num_rows == 0:
                 continue
             pending.append(batch)

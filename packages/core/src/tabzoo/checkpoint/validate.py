@@ -7,7 +7,7 @@
 * :func:`check_config` - the config is JSON scalars, lists and objects, numbers finite, integers
   within :data:`MAX_INT`, nested at most :data:`MAX_DEPTH` levels.
 * :func:`check_build` - checks the estimated memory of the real build with
-  :func:`tabzoo.estimators.memory.check_memory` before it runs. With a verified digest the config
+  :func:`tabzoo.kernels.memory.check_memory` before it runs. With a verified digest the config
   is the one saved with these weights, so the model's size is the stored tensors' size. Without
   one (format 1), the model is first built on PyTorch's ``meta`` device (shapes only, nothing
   allocated) and a config whose shapes differ from the stored weights is refused. (The meta build
@@ -102,12 +102,12 @@ def check_build(build: Callable[[dict[str, Any]], torch.nn.Module], config: dict
     * a model whose parameter or buffer shapes differ from ``tensors`` (the stored weights), naming
       the first differences (an edited config builds another shape);
     * a model whose parameters and buffers would exceed the memory limit
-      (:class:`~tabzoo.errors.MemoryLimitError` from :func:`tabzoo.estimators.memory.check_memory`).
+      (:class:`~tabzoo.errors.MemoryLimitError` from :func:`tabzoo.kernels.memory.check_memory`).
 
     A builder that cannot run on the meta device (it computes values on the CPU) is not
     checked here; the real build and the strict weight loading still refuse a mismatch.
     """
-    from tabzoo.estimators.memory import check_memory, format_bytes
+    from tabzoo.kernels.memory import check_memory, format_bytes
 
     fix = "use a checkpoint with a smaller config, or free memory"
     if verified:

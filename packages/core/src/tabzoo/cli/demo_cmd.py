@@ -1,8 +1,8 @@
 """``tabzoo demo``: the main job, on embedded defaults and with no network.
 
-It finds every installed plugin's demo (see :mod:`tabzoo.cli._demo` for the contract and the
-discovery rules: ``ArchitectureSpec.demo``, else ``<plugin package>.demo:run_demo``, else a
-default demo for in-context classifiers), runs each with a progress bar on stderr, prints one
+It finds every installed plugin's demo (see :mod:`tabzoo.cli._demo` for the contract: demos are
+registered through the ``tabzoo_register_demos`` hook; an in-context classifier without one gets
+the core's default demo), runs each with a progress bar on stderr, prints one
 table (each plugin's model beside its LogisticRegression/Ridge and gradient-boosting baselines,
 on the same splits, with the metric and the fit+predict time) and writes ``report.md``,
 ``results.json``, ``metric.png`` and ``time.png`` into a new folder whose path it prints last.

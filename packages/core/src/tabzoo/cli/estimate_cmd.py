@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from tabzoo.errors import TabzooInputError
     from tabzoo.estimators.base import InContextEstimator, resolve_device
     from tabzoo.estimators.estimate import estimate_in_context
-    from tabzoo.estimators.memory import format_bytes, memory_limit
+    from tabzoo.kernels.memory import format_bytes, memory_limit
     from tabzoo.plugins import get_architecture
 
     est = get_architecture(args.model).estimator_class()()

@@ -22,42 +22,15 @@ def collect() -> dict[str, Any]:
     [{"kind", "name", "distributions": [{"name", "distribution", "version"}], "message"}]}``.
     """
     from tabzoo import __version__
-    from tabzoo.errors import AmbiguousPluginError
     from tabzoo.plugins import get_registry
+    from tabzoo.plugins.discovery import cached_listing, describe
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # failures are reported in the output itself
-        reg = get_registry()
-    out = []
-    for rec in reg.records:
-        item = rec.as_dict()
-        archs = [reg.items["architectures"][n].obj for n in rec.provides.get("architectures", [])
-                 if n in reg.items["architectures"]]
-        item["architectures"] = [
-            {"name": a.name, "kind": a.kind, "capabilities": sorted(a.capabilities)} for a in archs
-        ]
-        item["priors"] = [
-            {"name": n, "kind": reg.items["priors"][n].obj.kind}
-            for n in rec.provides.get("priors", []) if n in reg.items["priors"]
-        ]
-        item["commands"] = [n for n in rec.provides.get("commands", []) if n in reg.items["commands"]]
-        kinds = sorted(k for k, v in rec.provides.items() if v)
-        item["kind"] = ",".join(kinds) if kinds else None
-        out.append(item)
-    conflicts = []
-    for kind, table in reg.conflicts().items():
-        for name, records in table.items():
-            try:
-                reg.check_name(kind, name)
-                message = ""
-            except AmbiguousPluginError as exc:
-                message = str(exc)
-            conflicts.append({
-                "kind": kind, "name": name, "message": message,
-                "distributions": [{"name": r.name, "distribution": r.distribution, "version": r.version}
-                                  for r in records],
-            })
-    return {"core_version": __version__, "plugins": out, "conflicts": conflicts}
+    listing = cached_listing()  # from the discovery cache: no plugin is imported here
+    if listing is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # failures are reported in the output itself
+            listing = describe(get_registry())
+    return {"core_version": __version__, **listing}
 
 
 def _status(item: dict[str, Any]) -> str:

@@ -40,8 +40,8 @@ from tabzoo.estimators.forward import (
 )
 from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
 from tabzoo.estimators.local import LocalContexts, fit_local_contexts
-from tabzoo.estimators.memory import check_memory, in_context_bytes
 from tabzoo.estimators.options import resolve_inference_dtype
+from tabzoo.kernels.memory import check_memory, in_context_bytes
 from tabzoo.kernels.threads import model_flops_per_row, op_threads
 
 __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "MANY_CLASS", "N_CODES", "EnsemblePath", "NonFiniteOutputError"]
@@ -143,7 +143,7 @@ class EnsemblePath:
 
     def _check_memory(self, member_ids: Sequence[int], n_context: int, batch: int, width: int | None) -> None:
         """Refuse before encoding when one pass (``batch`` members of ``n_context`` rows plus a query
-        chunk) would exceed the memory limit (:mod:`tabzoo.estimators.memory`)."""
+        chunk) would exceed the memory limit (:mod:`tabzoo.kernels.memory`)."""
         cols = width or max(len(self.members_[i].features) for i in member_ids)
         rows = n_context + int(getattr(self, "chunk_size", 1024))
         check_memory(f"{type(self).__name__}.predict", in_context_bytes(self.model_, batch, rows, cols),

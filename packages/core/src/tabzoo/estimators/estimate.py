@@ -2,7 +2,7 @@
 ``fit`` and ``predict`` for a table shape, before any data exists.
 
 * Memory: the same estimate every in-context estimator checks before it allocates
-  (:func:`tabzoo.estimators.memory.in_context_bytes`: members x (context + one query chunk) rows
+  (:func:`tabzoo.kernels.memory.in_context_bytes`: members x (context + one query chunk) rows
   through the model), plus the tables themselves (the input as float64 and the stored float32
   context) and the model's parameters. A fitted estimator refuses with the fix above the limit.
 * Time: the floating-point work of one forward pass (:func:`forward_flops`: counted by
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from tabzoo.estimators.memory import FLOAT, in_context_bytes
+from tabzoo.kernels.memory import FLOAT, in_context_bytes
 
 __all__ = ["Estimate", "estimate_in_context", "forward_flops", "matmul_throughput"]
 

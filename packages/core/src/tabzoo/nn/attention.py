@@ -124,6 +124,21 @@ class MultiHeadAttention(nn.Module):
         b, n, _ = t.shape
         return t.view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
 
+    def project_queries(self, x_q: torch.Tensor) -> torch.Tensor:
+        """Per-head queries ``[B, H, Nq, head_dim]`` of ``x_q [B, Nq, d_model]`` (no RoPE)."""
+        return self._heads(self.q_proj(x_q))
+
+    def project_keys_values(self, x_kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-head keys and values ``[B, H, Nk, head_dim]`` of ``x_kv [B, Nk, d_kv]`` (no RoPE)."""
+        return self._heads(self.k_proj(x_kv)), self._heads(self.v_proj(x_kv))
+
+    def merge_heads(self, out: torch.Tensor) -> torch.Tensor:
+        """The attention's output ``[B, Nq, d_model]`` from per-head results ``out [B, H, Nq, head_dim]``
+        (output projection and dropout): for models that read keys in their own way (e.g. a summed
+        linear-attention state) around the same projections."""
+        b, _, n_q, _ = out.shape
+        return self.dropout(self.out_proj(out.transpose(1, 2).reshape(b, n_q, self.d_model)))
+
     def forward(
         self,
         x_q: torch.Tensor,
@@ -178,9 +193,8 @@ class MultiHeadAttention(nn.Module):
                 )
             n_k = n_context
             x_kv = x_kv[:, :n_k]
-        q = self._heads(self.q_proj(x_q))
-        k = self._heads(self.k_proj(x_kv))
-        v = self._heads(self.v_proj(x_kv))
+        q = self.project_queries(x_q)
+        k, v = self.project_keys_values(x_kv)
         if rope is not None:
             if self_attn and key_positions is None and positions is not None:
                 key_positions = positions[..., :n_k]
@@ -197,8 +211,7 @@ class MultiHeadAttention(nn.Module):
         else:
             kernel_mask = resolve_mask(mask, key_mask, b, self.n_heads, n_q, n_k, q.device)
             out = kernels.masked_attention(q, k, v, mask=kernel_mask)
-        out = out.transpose(1, 2).reshape(b, n_q, self.d_model)
-        return self.dropout(self.out_proj(out))
+        return self.merge_heads(out)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, kind={self.kind!r}"

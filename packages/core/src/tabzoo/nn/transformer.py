@@ -103,10 +103,21 @@ class TransformerBlock(nn.Module):
         :return: ``[B, N, d_model]``.
         """
         kw = dict(mask=mask, n_context=n_context, rope=rope, positions=positions, key_mask=key_mask)
+        return self.after_attention(x, self.attn(self.attention_input(x), **kw))
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the attention reads of ``x [B, N, d_model]``: ``LN(x)`` (pre-norm) or ``x`` (post-norm)."""
+        return self.norm1(x) if self.norm == "pre" else x
+
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The rest of the block given the attention's output ``attended [B, N, d_model]`` for ``x``:
+        residual, norms and feed-forward. With :meth:`attention_input` and the attention's
+        ``project_queries`` / ``project_keys_values`` / ``merge_heads`` a model can run this block
+        around its own way of reading keys (e.g. TabFlex's streamed linear-attention state)."""
         if self.norm == "pre":
-            x = x + self.attn(self.norm1(x), **kw)
+            x = x + attended
             return x + self.dropout(self.ffn(self.norm2(x)))
-        x = self.norm1(x + self.attn(x, **kw))
+        x = self.norm1(x + attended)
         return self.norm2(x + self.dropout(self.ffn(x)))
 
 

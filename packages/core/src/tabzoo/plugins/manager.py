@@ -16,6 +16,10 @@ distribution name):
 * ``TABZOO_STRICT_PLUGINS=1``: raise :class:`~tabzoo.errors.PluginLoadError` at the first failure.
 * ``TABZOO_LOAD_PLUGINS``: allow-list; only these plugins are loaded.
 * ``TABZOO_DISABLE_PLUGINS``: block-list; these plugins are skipped.
+
+The process-wide registry (:func:`get_registry`) first discovers plugins in a child process
+(:mod:`tabzoo.plugins.discovery`, cached by the installed distributions): a plugin that calls
+``os._exit`` or hangs there is recorded as failed and never imported here.
 """
 
 from __future__ import annotations
@@ -114,9 +118,17 @@ class PluginRegistry:
         self.conflicted: dict[str, dict[str, list[_Entry]]] = {k: {} for k in self.KINDS}
 
     # -- loading -------------------------------------------------------------------------
-    def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
-        """Load every plugin of the ``tabzoo`` group, honouring the allow- and block-lists."""
+    def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None, *,
+                          excluded: dict[str, str] | None = None,
+                          progress: Callable[[str, str], None] | None = None) -> None:
+        """Load every plugin of the ``tabzoo`` group, honouring the allow- and block-lists.
+
+        :param excluded: entry-point names not to import, each with the import failure to record
+            (plugins that killed or hung the discovery child, :mod:`tabzoo.plugins.discovery`).
+        :param progress: called as ``progress("start" | "done", name)`` around each plugin's load.
+        """
         eps = list(entry_points) if entry_points is not None else list(metadata.entry_points(group=GROUP))
+        excluded = excluded or {}
         allow, block = _env_names("TABZOO_LOAD_PLUGINS"), _env_names("TABZOO_DISABLE_PLUGINS")
         for ep in sorted(eps, key=lambda e: e.name):
             dist, version = _dist_of(ep)
@@ -129,15 +141,25 @@ class PluginRegistry:
             if block is not None and names & block:
                 record.skipped = "in TABZOO_DISABLE_PLUGINS"
                 continue
-            try:
-                module = ep.load()
-            except _StrictAbort:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
-                _pass_interrupt(exc)
-                self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
+            if ep.name in excluded:
+                self._fail(record, PluginFailure("import", excluded[ep.name]), None)
                 continue
-            self.add_plugin(module, record)
+            if progress is not None:
+                progress("start", ep.name)
+            self._load_one(ep, record)
+            if progress is not None:
+                progress("done", ep.name)
+
+    def _load_one(self, ep: metadata.EntryPoint, record: PluginRecord) -> None:
+        try:
+            module = ep.load()
+        except _StrictAbort:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
+            _pass_interrupt(exc)
+            self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
+            return
+        self.add_plugin(module, record)
 
     def add_plugin(self, module: ModuleType | object, record: PluginRecord) -> None:
         """Register an already imported plugin object and run its hooks, each under its own guard."""
@@ -422,8 +444,10 @@ def get_registry(reload: bool = False) -> PluginRegistry:
     global _registry
     with _lock:
         if _registry is None or reload:
+            from tabzoo.plugins.discovery import excluded_plugins
+
             registry = PluginRegistry()
-            registry.load_entry_points()
+            registry.load_entry_points(excluded=excluded_plugins())
             _registry = registry
         return _registry
 

@@ -63,3 +63,14 @@ def write(data: Path, inputs: Mapping[str, np.ndarray], cases: list[str], predic
     arrays["fingerprint"] = np.array(fingerprint())
     data.parent.mkdir(exist_ok=True)
     np.savez_compressed(data, **arrays)
+
+
+def regenerate(data: Path, outputs: Callable[[], Mapping[str, np.ndarray]]) -> None:
+    """Rewrite ``data`` from ``outputs()`` computed all at once, with deterministic torch algorithms
+    (a reference test module's ``__main__``)."""
+    import torch
+
+    torch.use_deterministic_algorithms(True)
+    computed = outputs()
+    write(data, {}, sorted(computed), lambda name: np.asarray(computed[name]))
+    print(f"wrote {data}")

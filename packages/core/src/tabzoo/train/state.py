@@ -36,6 +36,7 @@ __all__ = [
     "capture_rng",
     "check_resume",
     "describe_run",
+    "export_latest",
     "load_history",
     "load_latest",
     "machine_info",
@@ -272,3 +273,37 @@ def plot_learning_curve(path: Path, losses: list[float], title: str = "") -> Pat
     fig.savefig(tmp)
     os.replace(tmp, path)
     return path
+
+
+def export_latest(out: str | Path, dest: str | Path, *, overwrite: bool = False,
+                  extra: dict[str, Any] | None = None, registry: Any = None, **meta: Any) -> Path:
+    """Write the model of the run in ``out`` (its ``latest.json`` training state) as a checkpoint pair.
+
+    The one way to publish a pretrained model: the weights, architecture, config (the architecture's
+    ``default_config`` updated with the run's ``model_config``), prior and step come from the
+    training state, so a run folder needs keep only what resumes training.
+
+    :param dest: stem of the checkpoint to write (``dest.safetensors`` + ``dest.json``).
+    :param overwrite: replace an existing checkpoint there (never silently).
+    :param extra: merged over the run's own extras (episodes seen, final loss, wall time, training options).
+    :param registry: where the architecture is looked up (default: the installed plugins).
+    :param meta: further :func:`tabzoo.checkpoint.save_checkpoint` keywords (e.g. ``package_version``).
+    :raises CheckpointError: when ``out`` holds no training state, or ``dest`` exists without ``overwrite``.
+    """
+    from tabzoo.checkpoint import save_checkpoint
+    from tabzoo.plugins import get_registry
+
+    state = load_latest(out)
+    if state is None:
+        raise CheckpointError(f"{out} holds no training state (latest.json); pass the --out folder of a run.")
+    if Path(f"{dest}.json").exists() and not overwrite:
+        raise CheckpointError(f"{dest}.json exists; pass overwrite=True to replace it.")
+    train_config = dict(state["config"])
+    spec = (registry or get_registry()).get("architectures", state["architecture"])
+    config = {**dict(spec.default_config), **train_config.get("model_config", {})}
+    losses = np.asarray(state["losses"], dtype=np.float64)
+    run_extra = {"episodes_seen": int(state["episodes_seen"]), "wall_time_s": float(state["wall_time_s"]),
+                 "final_loss": float(losses[-1]) if losses.size else None, "train_config": train_config}
+    return save_checkpoint(dest, state["model"], architecture=state["architecture"], config=config,
+                           prior=state["prior"], steps=int(state["step"]), extra={**run_extra, **(extra or {})},
+                           **meta)
