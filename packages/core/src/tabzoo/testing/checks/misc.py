@@ -112,7 +112,9 @@ def check_checkpoint_roundtrip(case: ConformanceCase, *, seed: int = 0, max_exam
             if not module and not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
                 return fail("state_dict() must map str -> torch.Tensor (safetensors stores nothing else); got "
                             f"{sorted({type(v).__name__ for v in state.values()})}.")
-            save_checkpoint(stem, state, architecture=case.name, config=dict(case.config))
+            own = getattr(model, "architecture", None)  # the name the model answers to (load_model checks it)
+            arch = case.architecture or (own if isinstance(own, str) else case.name)
+            save_checkpoint(stem, state, architecture=arch, config=dict(case.config))
             stored = load_checkpoint(stem)
         except CheckpointError as exc:
             return fail(f"the state could not be saved: {exc}")
