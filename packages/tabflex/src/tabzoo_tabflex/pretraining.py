@@ -104,6 +104,9 @@ def export(run_dir: str | Path, name: str = "tabflex-small", recipe: str = "smal
     extra["package_version"] = __version__
     if note:
         extra["note"] = note
+    from tabzoo.checkpoint.validate import DIGEST, meta_digest
+
+    meta[DIGEST] = meta_digest(meta)  # the exporter's own metadata edit, signed again (format 2)
     (dest / f"{name}.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     for ext in ("safetensors", "json"):
         (dest / f"{name}.{ext}").chmod(0o644)
