@@ -65,7 +65,7 @@ RECIPES: dict[str, dict[str, Any]] = {
 
 
 def run(out: str | Path, recipe: str = "icl", resume: bool = True, **train_overrides: Any) -> Any:
-    """Start or resume a pretraining run of ``recipe`` in ``out``; returns the ``TrainResult``."""
+    """Start or resume a pretraining run of ``recipe`` in ``out``; returns the ``PretrainResult``."""
     from tabzoo.train import pretrain
 
     r = RECIPES[recipe]
