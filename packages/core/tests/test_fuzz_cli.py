@@ -106,7 +106,9 @@ def test_plugins_demo_bench(work: Path, capsys: pytest.CaptureFixture[str], args
        examples=st.sampled_from(["1", "0", "-1", "x", "1e9", ""]), seed=st.sampled_from(["0", "-1", "x", ""]),
        device=st.sampled_from([None, "cpu", "nope", "", "cuda:99"]),
        xfails=st.sampled_from([None, "xf.json", "bad.json", "missing.json", "train.csv", "folder", ""]),
-       replay=st.one_of(st.none(), st.sampled_from(["{}", "{", '{"check": "nope"}', "[]"]), TEXT),
+       replay=st.one_of(st.none(), st.sampled_from(["{}", "{", '{"check": "nope"}', "[]", "3", '{"check": 3}', "null",
+                                                       '{"check": "determinism", "model_seed": "x"}',
+                                                       '{"check": "determinism", "model_seed": [1]}']), TEXT),
        flags=st.lists(st.sampled_from(["--json", "--strict", "--allow-unproven", "--thorough"]), max_size=2))
 def test_conformance(work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str,
                      check: list[str], examples: str, seed: str, device: str | None, xfails: str | None,

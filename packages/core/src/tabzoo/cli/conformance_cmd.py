@@ -32,7 +32,7 @@ import sys
 import warnings
 from typing import Any
 
-from tabzoo.cli.argtypes import device, readable_file, whole
+from tabzoo.cli.argtypes import device, json_object, readable_file, whole
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_PROVEN = 0, 1, 3
 
@@ -51,7 +51,7 @@ def add_parser(sub: Any) -> None:
                    help="a skipped (not proven) check exits 3 instead of failing (1)")
     p.add_argument("--thorough", action="store_true",
                    help="the thorough search: contexts up to 4,096 rows, 5x the examples (slow; nightly)")
-    p.add_argument("--replay", default=None, metavar="JSON",
+    p.add_argument("--replay", default=None, metavar="JSON", type=json_object,
                    help="re-run exactly one failing example: the 'replay' JSON printed under a failure")
     p.set_defaults(func=run)
 
