@@ -129,3 +129,40 @@ def test_other_strategies_do_not_choose() -> None:
     x, y = _blobs()
     est = SelectClassifier(context_strategy="global").fit(x, y)
     assert est.retrieval_ is None and est.local_ is None
+
+
+def test_predict_cli_passes_fine_tune_and_context_strategy(tmp_path, monkeypatch, capsys) -> None:
+    import pandas as pd
+    from tabzoo.cli import main
+    from tabzoo.cli import predict_cmd
+    from tabzoo.estimators.ensemble import CONTEXT_STRATEGIES
+    from tabzoo.train.finetune import FineTune
+
+    assert predict_cmd.CONTEXT_STRATEGIES == CONTEXT_STRATEGIES and predict_cmd.FINE_TUNE_STEPS == FineTune().steps
+    x, y = _blobs(n=300)
+    frame = pd.DataFrame(x, columns=["a", "b"]).assign(target=y)
+    frame.iloc[:260].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[260:].drop(columns=["target"]).to_csv(tmp_path / "test.csv", index=False)
+    fitted: list[dict[str, Any]] = []
+    real = SelectClassifier.fit
+
+    def spy(self, X, y):  # noqa: ANN001, ANN202
+        fitted.append(self.get_params())
+        return real(self, X, y)
+
+    monkeypatch.setattr(SelectClassifier, "fit", spy)
+    base = ["predict", "--train", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv"), "--target",
+            "target", "--out", str(tmp_path / "p.csv")]
+    code = main([*base, "--estimator", f"{__name__}:SelectClassifier", "--fine-tune", "3", "--context-strategy",
+                 "global"])
+    assert code == 0, capsys.readouterr().err
+    assert fitted[-1]["fine_tune"] == {"steps": 3, "progress": False} and fitted[-1]["context_strategy"] == "global"
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 40
+    code = main([*base[:-1], str(tmp_path / "q.csv"), "--estimator", f"{__name__}:SelectClassifier", "--fine-tune"])
+    assert code == 0 and fitted[-1]["fine_tune"]["steps"] == FineTune().steps
+    code = main([*base[:-1], str(tmp_path / "r.csv"), "--estimator", "_icl_testmodel:ICLTestClassifier",
+                 "--fine-tune"])
+    assert code == 2 and "has no fine_tune parameter" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--estimator", f"{__name__}:SelectClassifier", "--fine-tune", "0"])
+    assert "--fine-tune: expected a whole number >= 1" in capsys.readouterr().err
