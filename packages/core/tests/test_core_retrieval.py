@@ -133,8 +133,7 @@ def test_other_strategies_do_not_choose() -> None:
 
 def test_predict_cli_passes_fine_tune_and_context_strategy(tmp_path, monkeypatch, capsys) -> None:
     import pandas as pd
-    from tabzoo.cli import main
-    from tabzoo.cli import predict_cmd
+    from tabzoo.cli import main, predict_cmd
     from tabzoo.estimators.ensemble import CONTEXT_STRATEGIES
     from tabzoo.train.finetune import FineTune
 
