@@ -229,19 +229,22 @@ class EnsemblePath:
                 [(y[sub] + s) % k for s, sub in zip(shifts, subsets, strict=True)])
 
     # -- one ensemble ----------------------------------------------------------------------------
+    def _class_weights(self, y: np.ndarray, k: int) -> tuple[np.ndarray | None, torch.Tensor | None]:
+        """``class_balance``: the context rows' weights ``[n]`` (None: all 1) and the log-prior correction ``[k]``
+        (None: no balancing) for labels ``y in 0..k-1``."""
+        strength = self._balance_strength()
+        if strength <= 0:
+            return None, None
+        weights, corr = class_balance(y, k, strength)
+        return (None if np.all(weights == 1.0) else weights), torch.from_numpy(corr)
+
     def _member_proba(self, member_ids: Sequence[int], rows: np.ndarray | None, y: np.ndarray, k: int,
                       x_query: np.ndarray) -> np.ndarray:
         """Ensemble probabilities ``[n_query, k]`` of members ``member_ids`` for labels ``y in 0..k-1`` of the
         context rows ``rows`` (None: all); class shifts per member, averaged as ``average``."""
         shifts = np.array([self.members_[i].class_shift % k for i in member_ids])
         contexts, y_members = self._member_inputs(member_ids, rows, y, shifts, k)
-        strength = self._balance_strength()
-        weights, prior = None, None
-        if strength > 0:
-            weights, corr = class_balance(y, k, strength)
-            prior = torch.from_numpy(corr)
-            if np.all(weights == 1.0):
-                weights = None
+        weights, prior = self._class_weights(y, k)
         state = self._state(member_ids, rows, y, k, contexts, y_members, weights)
         out = np.zeros((x_query.shape[0], k))
         for sl, logits in self._stream(member_ids, state, x_query):
