@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
 from tabzoo.train.fit import FitConfig, FitResult, fit
 from tabzoo.train.optim import flat_then_cosine
@@ -31,15 +32,17 @@ from tabzoo_npt.masking import randomise, stochastic_mask
 from tabzoo_npt.model import NPT
 from tabzoo_npt.predict import predict_cells
 
-__all__ = ["TrainConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
+__all__ = ["NPTFitConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
            "MODES"]
 
+# issue 31: "TrainConfig" also named the core's pretraining config; NPT's is the settings of one fit
+__getattr__ = renamed(__name__, {"TrainConfig": "NPTFitConfig"})
 logger = logging.getLogger("tabzoo_npt")
 MODES = ("inductive", "semi_supervised", "transductive")
 
 
 @dataclass
-class TrainConfig:
+class NPTFitConfig:
     """NPT's training settings (NPT-Base defaults; see appendix C.1.1); :meth:`fit_config` gives
     the core loop's part of them."""
 
@@ -146,7 +149,7 @@ class NPTTask:
     """
 
     def __init__(self, model: NPT, data: torch.Tensor, labeled: np.ndarray, targets: tuple[int, ...],
-                 cfg: TrainConfig, strata: np.ndarray | None) -> None:
+                 cfg: NPTFitConfig, strata: np.ndarray | None) -> None:
         device = data.device
         self.data, self.targets, self.cfg, self.strata = data, targets, cfg, strata
         self.labeled = torch.as_tensor(labeled, device=device)
@@ -193,7 +196,7 @@ def fit_npt(
     model: NPT,
     values: np.ndarray,
     targets: tuple[int, ...],
-    cfg: TrainConfig,
+    cfg: NPTFitConfig,
     *,
     validation: np.ndarray | None = None,
     unlabeled: np.ndarray | None = None,
@@ -224,7 +227,7 @@ def fit_npt(
 
 
 def validation_loss(model: NPT, context: np.ndarray, validation: np.ndarray, targets: tuple[int, ...],
-                    cfg: TrainConfig) -> float:
+                    cfg: NPTFitConfig) -> float:
     """Mean target loss of ``validation`` rows predicted from the fixed training context."""
     hide = np.zeros(validation.shape, dtype=bool)
     hide[:, list(targets)] = True
