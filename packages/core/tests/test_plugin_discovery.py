@@ -12,30 +12,19 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _fake_dists import GOOD, make_dist
+from _fake_dists import GOOD, make_dist, use_site
 from tabzoo.plugins import discovery, get_registry, reset_registry
 
 EXIT = "import os\nos._exit(3)\n"
 HANG = "import time\ntime.sleep(3600)\n"
 HOOK_EXIT = ("import os\nfrom tabzoo.plugins import hookimpl\n\n@hookimpl\n"
              "def tabzoo_register_priors(register):\n    os._exit(4)\n")
-ALLOW = "tzexit,tzhang,tzhookexit,tzgood"
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "site"
-    root.mkdir()
-    make_dist(root, "tz-exit", "tzexit", "tz_exit", EXIT)
-    make_dist(root, "tz-hang", "tzhang", "tz_hang", HANG)
-    make_dist(root, "tz-hookexit", "tzhookexit", "tz_hookexit", HOOK_EXIT)
-    make_dist(root, "tz-good", "tzgood", "tz_good", GOOD.format(arch="good_arch", prior="good_prior"))
-    monkeypatch.syspath_prepend(str(root))
-    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", ALLOW)  # leave the real plugins out: fast children
-    monkeypatch.setenv("TABZOO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("TABZOO_PLUGIN_TIMEOUT", "15")
-    for var in ("TABZOO_STRICT_PLUGINS", "TABZOO_DISABLE_PLUGINS", "TABZOO_PLUGIN_PROBE"):
-        monkeypatch.delenv(var, raising=False)
+    root = use_site(tmp_path, monkeypatch, {"exit": EXIT, "hang": HANG, "hookexit": HOOK_EXIT,
+                                            "good": GOOD.format(arch="good_arch", prior="good_prior")}, timeout="15")
     discovery._memo.clear()
     reset_registry()
     yield root
