@@ -46,6 +46,7 @@ def _assert_caught(result: Any, check: str) -> None:
     assert result.status == "failed", f"{check} did not catch the broken model: {result}"
     assert result.check == check and check in result.message
     assert "seed" in result.reproducer or "sizes" in result.reproducer
+    assert "[reproduce: tabzoo conformance " in str(result)  # every failure says how to reproduce it
     if result.discrepancy is not None and result.tolerance is not None:
         assert not result.discrepancy <= result.tolerance
 

@@ -4,6 +4,8 @@ inputs carry per-task labels and masks."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from kit_models.broken_multitask import BROKEN_MULTITASK, CONTROLS_MULTITASK, multitask_case
 from tabzoo.errors import TabzooInputError
@@ -18,7 +20,19 @@ BROKEN = [(check, what, make) for check, items in BROKEN_MULTITASK.items() for w
 def test_multitask_gallery_model_is_caught(check: str, what: str, make: object) -> None:
     result = run_check(make(), check, max_examples=4)  # type: ignore[operator]
     assert result.status == "failed", f"{check} did not catch '{what}': {result}"
-    assert result.reproducer.get("replay")
+    assert result.reproducer.get("replay") and "[reproduce: tabzoo conformance" in str(result)
+    assert TASK_NAME.search(result.message), f"no task named in: {result.message}"
+
+
+TASK_NAME = re.compile(r"task \d \((regression|binary|\d+ classes)\)")
+
+
+def test_row_check_failures_on_the_multitask_protocol_name_the_tasks() -> None:
+    from kit_models.broken_multitask import ReadsOtherTaskLabels
+
+    result = run_check(multitask_case("other_task_labels", ReadsOtherTaskLabels), cap.LABEL_LEAK, max_examples=4)
+    assert result.status == "failed", result
+    assert TASK_NAME.search(result.message) and result.reproducer["moved_tasks"], result.message
 
 
 CHEAP = [c for c in cap.PROPERTIES if c not in (cap.DETERMINISM, cap.CHECKPOINT_ROUNDTRIP)]

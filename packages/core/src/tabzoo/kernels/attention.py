@@ -60,11 +60,9 @@ def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: MaskLike)
             f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}. Convert an additive mask with `bias == 0`."
         )
     target = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    try:
-        shape = torch.broadcast_shapes(mask.shape, target)
-    except RuntimeError:
-        shape = None
-    if shape != target:
+    # pure Python, not torch.broadcast_shapes: its first call imports torch.fx's symbolic shapes and
+    # sympy (seconds of CPU in every fresh process)
+    if len(mask.shape) > 4 or not all(m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target), strict=False)):
         raise TabzooInputError(
             f"masked_attention: bool mask {tuple(mask.shape)} does not broadcast to [B, H, Nq, Nk] = {target}"
         )

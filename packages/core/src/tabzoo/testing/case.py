@@ -312,6 +312,12 @@ def task_width(n_classes: int) -> int:
     return n_classes if n_classes >= 3 else 1
 
 
+def task_name(index: int, n_classes: int) -> str:
+    """How failure messages name task ``index`` of the multitask protocol, e.g. ``task 1 (3 classes)``."""
+    kind = "regression" if not n_classes else "binary" if n_classes == 2 else f"{n_classes} classes"
+    return f"task {index} ({kind})"
+
+
 def is_reason(reason: object) -> bool:
     """True for a reason of at least one sentence (enough characters and words)."""
     return (isinstance(reason, str) and len(reason.strip()) >= MIN_REASON_CHARS
@@ -360,6 +366,12 @@ class CheckResult:
             return None
         return f"tabzoo conformance {self.case} --replay '{spec}'"
 
+    @property
+    def rerun(self) -> str:
+        """The command that reruns this whole check with the reproducer's seed."""
+        seed = self.reproducer.get("seed", self.reproducer.get("model_seed", 0))
+        return f"tabzoo conformance {self.case} --check {self.check} --seed {seed}"
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-able dict with stable keys (non-finite numbers become strings)."""
 
@@ -388,7 +400,12 @@ class CheckResult:
         )
 
     def __str__(self) -> str:
-        return f"{self.case}-{self.check}: {self.status.upper()} {self.message}".rstrip()
+        """One line; a failure or error ends with how to reproduce it (the example's replay
+        command, else the check's rerun command with its seed)."""
+        text = f"{self.case}-{self.check}: {self.status.upper()} {self.message}".rstrip()
+        if self.status in ("failed", "error") and self.check in cap.PROPERTIES:
+            text += f" [reproduce: {self.replay or self.rerun}]"
+        return text
 
 
 class ConformanceError(AssertionError):

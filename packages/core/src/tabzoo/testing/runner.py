@@ -87,6 +87,8 @@ def run_check(
     except Exception as exc:  # noqa: BLE001 - a crashing check is reported, not propagated
         logger.debug("check %s on %s crashed", check, case.name, exc_info=True)
         result = error_result(check, case, exc, seed)
+    if result.status in ("failed", "error"):
+        result.reproducer.setdefault("seed", seed)  # every failure can be rerun (CheckResult.rerun)
     result.details.setdefault("seconds", round(time.perf_counter() - start, 4))
     result.details.setdefault("tolerance", case.effective_tolerance())
     reason = (expected_failures or {}).get(check)
@@ -165,7 +167,7 @@ class ConformanceCheck:
 
             pytest.skip(f"waived: {reason} ({result.check}: {result.message})")
         if result.status in ("failed", "error"):
-            raise AssertionError(f"{result}\n{result.replay or 'reproducer: ' + str(result.reproducer)}")
+            raise AssertionError(f"{result}\nreproducer: {result.reproducer}")
         return result
 
 

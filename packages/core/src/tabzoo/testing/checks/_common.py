@@ -20,6 +20,7 @@ example again.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import traceback
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from typing import Any
 
 import torch
 
-from tabzoo.testing.case import MASKED_PROTOCOLS, CheckResult, ConformanceCase
+from tabzoo.testing.case import MASKED_PROTOCOLS, CheckResult, ConformanceCase, task_name
 from tabzoo.testing.checks.sizes import (  # re-exported: the size search lives there
     LARGE,
     LARGE_MIN,
@@ -87,7 +88,35 @@ def discrepancy(actual: Any, expected: Any, case: ConformanceCase, scale: float 
     bad = ~(torch.isfinite(a64) & torch.isfinite(e64))
     diff = torch.where(bad, torch.full_like(a64, float("inf")), (a64 - e64).abs())
     finite = e64[torch.isfinite(e64)]
-    return (float(diff.max()) if diff.numel() else 0.0), atol + rtol * (max_abs(finite) if finite.numel() else 0.0)
+    d, t = (float(diff.max()) if diff.numel() else 0.0), atol + rtol * (max_abs(finite) if finite.numel() else 0.0)
+    if case.tasks and not d <= t:
+        _note_tasks(actual, expected, case, scale)
+    return d, t
+
+
+_MOVED_TASKS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("tabzoo_moved_tasks", default=None)
+"""While an example runs (:func:`_safe`): the names of the tasks whose outputs failed a comparison."""
+
+
+def _note_tasks(actual: Any, expected: Any, case: ConformanceCase, scale: float) -> None:
+    """Record which tasks' output columns ``[..., sum of task widths]`` differ beyond tolerance
+    (multitask protocol), so that the failure message names them."""
+    log = _MOVED_TASKS.get()
+    if log is None:
+        return
+    pairs = list(zip(actual, expected, strict=False)) if isinstance(actual, (tuple, list)) and isinstance(
+        expected, (tuple, list)) else [(actual, expected)]
+    plain = ConformanceCase(case.name, tol_scale=case.tol_scale, dtype=case.dtype)
+    for a, e in pairs:
+        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor) and a.shape == e.shape and a.dim()
+                and a.shape[-1] == sum(case.task_widths)):
+            continue
+        start = 0
+        for t, (k, w) in enumerate(zip(case.tasks, case.task_widths, strict=True)):
+            d, tol = discrepancy(a[..., start:start + w], e[..., start:start + w], plain, scale)
+            start += w
+            if not d <= tol and task_name(t, k) not in log:
+                log.append(task_name(t, k))
 
 
 def _as_tensor(x: Any) -> torch.Tensor:
@@ -397,11 +426,23 @@ def _phase_test(case: ConformanceCase, example: Callable[[dict[str, Any]], Outco
 
 
 def _safe(example: Callable[[dict[str, Any]], Outcome], spec: dict[str, Any]) -> Outcome:
+    """``example(spec)``; a crash becomes a crashed outcome. A failed multitask example's note
+    names the tasks whose outputs moved (``moved_tasks`` in its reproducer)."""
+    token = _MOVED_TASKS.set([])
     try:
-        return example(spec)
+        out = example(spec)
     except Exception as exc:  # noqa: BLE001 - a forward that crashes on valid input is a finding
         return Outcome(float("inf"), 0.0, {}, note=f"the forward raised {type(exc).__name__}: {str(exc)[:160]}",
                        crashed=True)
+    else:
+        moved = _MOVED_TASKS.get() or []
+        if out.failed and moved:
+            out.reproducer = {**out.reproducer, "moved_tasks": list(moved)}
+            out.note = f"{out.note}; " if out.note else ""
+            out.note += f"outputs of {', '.join(moved)} moved"
+        return out
+    finally:
+        _MOVED_TASKS.reset(token)
 
 
 def _failure(case: ConformanceCase, check: str, spec: dict[str, Any], out: Outcome, phase: str,
@@ -431,8 +472,9 @@ def _failure(case: ConformanceCase, check: str, spec: dict[str, Any], out: Outco
     return CheckResult(
         check, case.name, "failed", out.discrepancy, out.tolerance, repro,
         f"{check} violated{(' (' + what + ')') if what else ''}: discrepancy "
-        f"{out.discrepancy:.3g} > tolerance {out.tolerance:.3g} at sizes {spec.get('sizes')} ({phase} phase, "
-        f"data seed {spec.get('data_seed')}){(', ' + out.note) if out.note else ''}.",
+        f"{out.discrepancy:.3g} > tolerance {out.tolerance:.3g}"
+        f"{' at sizes ' + str(spec['sizes']) if spec.get('sizes') else ''} ({phase} phase, "
+        f"model seed {spec.get('model_seed')}, data seed {spec.get('data_seed')}){(', ' + out.note) if out.note else ''}.",
         details,
     )
 

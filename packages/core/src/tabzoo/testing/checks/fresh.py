@@ -17,6 +17,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,13 @@ import torch
 from tabzoo.testing.case import ConformanceCase
 
 TIMEOUT = 300.0
-"""Seconds one job may take (the first one includes starting Python and importing torch)."""
+"""Seconds one job may go WITHOUT using CPU (the worker and its children) before it counts as
+hung; where CPU time cannot be read (no ``/proc``), seconds of wall time. A wall-clock limit alone
+failed determinism falsely on an overloaded machine (multitab and npt: the worker, starting Python,
+importing torch and discovering plugins, got too little CPU in 300 s at load 20)."""
+MAX_SECONDS = 3600.0
+"""Wall seconds one job may take at most, whatever its CPU progress."""
+POLL = 5.0
 
 
 def _seeded_probe(case: ConformanceCase, s: int, data: int) -> torch.Tensor:
@@ -94,20 +101,68 @@ class _Worker:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        ready, waited = self._wait()
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             self.close()
             self.stderr.seek(0)
             err = self.stderr.read()[-600:]
-            return {"error": f"the fresh process gave no answer within {TIMEOUT:g} s (exit {self.proc.returncode}) "
+            return {"error": f"the fresh process gave no answer ({waited}; exit {self.proc.returncode}) "
                              f"{err.strip()}"}
         return dict(json.loads(line))
+
+    def _wait(self) -> tuple[bool, str]:
+        """Wait for an answer while the worker makes CPU progress (:data:`TIMEOUT`)."""
+        assert self.proc.stdout is not None
+        start = time.monotonic()
+        last_cpu, last_progress = tree_cpu_seconds(self.proc.pid), start
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], POLL)
+            now = time.monotonic()
+            if ready:
+                return True, ""
+            if self.proc.poll() is not None:
+                return False, "the worker exited"
+            cpu = tree_cpu_seconds(self.proc.pid)
+            if cpu is not None and last_cpu is not None and cpu > last_cpu + 0.05:
+                last_cpu, last_progress = cpu, now
+            idle = now - last_progress
+            if idle > TIMEOUT or now - start > MAX_SECONDS:
+                what = "CPU" if cpu is not None else "wall-clock"
+                return False, f"no {what} progress for {idle:.0f} s, {now - start:.0f} s in all"
 
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds used by process ``pid`` and its live descendants (Linux ``/proc``), ``None``
+    where they cannot be read."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        stats: dict[int, tuple[int, float]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the process ended meanwhile
+            stats[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / ticks)
+    except (OSError, ValueError, IndexError):
+        return None
+    if pid not in stats:
+        return None
+    tree, total, grew = {pid}, 0.0, True
+    while grew:
+        more = {p for p, (ppid, _) in stats.items() if ppid in tree and p not in tree}
+        tree |= more
+        grew = bool(more)
+    for p in tree:
+        total += stats[p][1]
+    return total
 
 
 _WORKER: list[_Worker] = []

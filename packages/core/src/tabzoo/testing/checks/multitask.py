@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing.case import CheckResult, ConformanceCase
+from tabzoo.testing.case import CheckResult, ConformanceCase, task_name
 from tabzoo.testing.checks._common import (
     Outcome,
     discrepancy,
@@ -69,7 +69,8 @@ def _width_outcome(case: ConformanceCase, out: Any) -> Outcome | None:
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != want:
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         return Outcome(float("inf"), 0.0, {"tasks": list(case.tasks)},
-                       note=f"the outputs are {shape}, but the declared tasks {list(case.tasks)} need "
+                       note=f"the outputs are {shape}, but the declared tasks "
+                            f"({', '.join(task_name(t, k) for t, k in enumerate(case.tasks))}) need "
                             f"[batch, rows, {want}] (widths {list(case.task_widths)})")
     return None
 
@@ -127,7 +128,8 @@ def check_task_isolation(case: ConformanceCase, *, seed: int = 0, max_examples: 
                 if not d <= t:
                     which = "labels" if independent else "masked labels (query rows and masked context cells)"
                     return Outcome(d, t, {"task_a": a, "task_b": b},
-                                   note=f"task {a}'s outputs moved when task {b}'s {which} changed")
+                                   note=f"{task_name(a, c.tasks[a])}'s outputs moved when {task_name(b, c.tasks[b])}'s "
+                                        f"{which} changed")
                 if d / max(t, 1e-30) >= worst.discrepancy / max(worst.tolerance, 1e-30):
                     worst = Outcome(d, t)
         return worst
@@ -157,7 +159,8 @@ def check_task_mask(case: ConformanceCase, *, seed: int = 0, max_examples: int =
             if not d <= tol:
                 partial = int((qmask[..., t] & ~qmask.all(-1)).sum())
                 return Outcome(d, tol, {"task": t},
-                               note=f"outputs moved when the labels masked for task {t} changed ({partial} of them in "
+                               note=f"outputs moved when the labels masked for {task_name(t, c.tasks[t])} changed "
+                                    f"({partial} of them in "
                                     "context rows whose other tasks are visible): the model reads a label its task's "
                                     "mask hides, e.g. it applies another task's mask column")
             if d / max(tol, 1e-30) >= worst.discrepancy / max(worst.tolerance, 1e-30):
