@@ -221,7 +221,7 @@ def test_demo_without_models_says_what_to_install(site: Path, monkeypatch: pytes
     reset_registry()
     assert main(["demo", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["plugins"] == [] and "pip install tabzoo-tabflex" in data["message"]
+    assert data["plugins"] == [] and "uv build --package tabzoo-tabflex" in data["message"]
 
 
 def test_a_demo_module_that_is_not_registered_is_not_run(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:

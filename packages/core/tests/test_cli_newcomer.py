@@ -196,7 +196,9 @@ def test_a_missing_name_never_invents_a_package(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(PluginLoadError) as err:
         reg.get("architectures", "my_model")
     assert "pip install" not in str(err.value) and "tabzoo plugins" in str(err.value)
-    with pytest.raises(PluginLoadError, match=r"provided by tabzoo-orion-msp: pip install tabzoo-orion-msp"):
+    with pytest.raises(PluginLoadError, match=r"provided by tabzoo-orion-msp; from a clone of this repository: "
+                       r"uv build --package tabzoo-orion-msp --wheel --out-dir dist && "
+                       r"pip install dist/tabzoo_orion_msp-\*\.whl"):
         reg.get("architectures", "orion-msp")
-    with pytest.raises(PluginLoadError, match=r"pip install tabzoo-priors"):
+    with pytest.raises(PluginLoadError, match=r"uv build --package tabzoo-priors "):  # on no index: never a bare pip
         reg.get("priors", "icl")

@@ -14,7 +14,7 @@ def test_synthetic_source_resolves_the_prior_by_name(monkeypatch: pytest.MonkeyP
     db = synthetic_source(n_tables=(2, 2), root_rows=(20, 20))(0)
     assert len(db.table_names) == 2
     monkeypatch.setattr(manager, "_registry", manager.PluginRegistry())  # nothing registered
-    with pytest.raises(PluginLoadError, match="pip install tabzoo-priors"):
+    with pytest.raises(PluginLoadError, match="uv build --package tabzoo-priors "):
         synthetic_source()
 
 

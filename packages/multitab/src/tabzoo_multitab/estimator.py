@@ -189,12 +189,16 @@ class MultiTabEstimator(BaseEstimator):
         count: this check is its width limit."""
         params = parameter_count(self._build)
         tokens = self.encoder_.n_num + len(self.encoder_.cardinalities) + len(self.tasks_)
-        d, layers, heads = int(self.d_embed), int(self.n_layers), int(self.n_heads) + int(self.row_heads)
+        d, layers = int(self.d_embed), int(self.n_layers)
         ctx = int(self.n_context) if self.architecture == "multitab" else 0
+        row_heads = int(self.row_heads) if self.inter_sample else 0
 
-        def acts(rows: int) -> float:  # per layer: token states, feed-forward, attention maps
-            return layers * (rows * tokens * d * (int(self.ff_mult) + 6) + heads * rows * tokens * tokens
-                             + heads * tokens * rows * rows)
+        def acts(rows: int) -> float:  # per layer: token states and both feed-forwards, then the attention
+            # maps: within each row (n_heads x tokens^2 per row) and across rows (row_heads x rows^2; a row is
+            # one (tokens * d_embed)-wide vector there). Measured peaks: 0.45-0.8x this
+            # (benchmarks/results/memory-limits-2026-11-27.json).
+            return layers * (rows * tokens * d * (int(self.ff_mult) + 7) + int(self.n_heads) * rows * tokens * tokens
+                             + row_heads * rows * rows)
 
         batch = self._batch_size(n_train) + ctx
         peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, 512) + ctx)))

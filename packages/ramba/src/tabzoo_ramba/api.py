@@ -170,7 +170,12 @@ class Ramba:
         c = self.model.cfg
         length = max((len(q.kind) for q in seqs), default=0)
         params = sum(p.numel() for p in self.model.parameters())
-        per_token = c.d_model * (8 + 4 * c.expand) + c.d_ff + c.expand * c.d_model * c.d_state
+        ssm = c.d_model * (8 + 4 * c.expand) + c.expand * c.d_model * c.d_state
+        attention = 4 * c.d_model + c.n_heads * c.max_rel_rows  # q, k, v, out and the neighbourhood's scores
+        # the gated SSM runs both directions; two attentions (intra-row, relational); the frozen text vectors.
+        # Measured peaks: 0.5-0.7x this (benchmarks/results/memory-limits-2026-11-27.json; one direction
+        # and no attention had measured 1.25-1.36x the estimate)
+        per_token = 2 * ssm + 2 * attention + c.d_ff + c.d_text
         acts = float(c.n_layers) * min(batch_size, len(seqs)) * length * per_token
         check_memory("Ramba.fit", training_bytes(params, acts), "use a smaller batch_size or a smaller "
                      "sampler budget (SamplerConfig(max_rows=...))",

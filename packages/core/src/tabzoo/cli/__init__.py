@@ -128,9 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"`tabzoo plugins` says why (TABZOO_DISABLE_PLUGINS / TABZOO_LOAD_PLUGINS, or an error).",
                   file=sys.stderr)
             return 2
+        from tabzoo.plugins.records import install_command
+
         print(f"tabzoo: error: `tabzoo {wanted}` comes with {dist}, which is not installed. From a clone of "
-              f"this repository: uv build --package {dist} --wheel --out-dir dist && pip install "
-              f"dist/{dist.replace('-', '_')}-*.whl (README, 'Installing only one model').", file=sys.stderr)
+              f"this repository: {install_command(dist)} (README, 'Installing only one model').", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)

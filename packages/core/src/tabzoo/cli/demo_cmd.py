@@ -44,6 +44,12 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _install_tabflex() -> str:
+    from tabzoo.plugins.records import install_command
+
+    return install_command("tabzoo-tabflex")
+
+
 def _select(entries: list[Any], models: dict[str, list[str]], only: list[str] | None) -> list[Any]:
     if not only:
         return entries
@@ -53,7 +59,7 @@ def _select(entries: list[Any], models: dict[str, list[str]], only: list[str] | 
         listing = "; ".join(f"{p} ({', '.join(a)})" if a != [p] else p for p, a in sorted(models.items()))
         raise TabzooInputError(
             f"--model {', '.join(unknown)}: no installed plugin provides that model. Installed models: "
-            f"{listing or 'none (pip install tabzoo-tabflex, or another tabzoo-<model> package)'}."
+            f"{listing or f'none; install one from a clone of this repository: {_install_tabflex()}'}."
         )
     picked = [e for e in entries if e.plugin in only or set(e.architectures) & set(only)]
     if not picked:
@@ -252,8 +258,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         entries = _select(entries, models, args.model)
     if not entries and not conflicts:
-        msg = ("no installed plugin has a demo; install a model, e.g. `pip install tabzoo-tabflex` "
-               "(see the README), then run `tabzoo demo` again. `tabzoo plugins` lists what is installed.")
+        msg = (f"no installed plugin has a demo; install a model, e.g. from a clone of this repository: "
+               f"`{_install_tabflex()}` (README, 'Installing only one model'), then run `tabzoo demo` "
+               "again. `tabzoo plugins` lists what is installed.")
         print(json.dumps({"plugins": [], "message": msg}) if args.json else msg)
         return 0
     if not args.no_report and is_missing("matplotlib"):

@@ -64,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4])
     if len(rows) == 1:
-        print("(no plugins installed: pip install tabzoo-tabflex, tabzoo-priors, ...)")
+        from tabzoo.plugins.records import install_command
+
+        print(f"(no plugins installed; from a clone of this repository: {install_command('tabzoo-tabflex')}, "
+              "and the same for tabzoo-priors, tabzoo-npt, ...)")
     if data["conflicts"]:
         print("\nAMBIGUOUS NAMES (registered by several distributions; unusable until one is disabled):")
         for c in data["conflicts"]:

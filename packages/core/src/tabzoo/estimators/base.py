@@ -260,7 +260,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
             try:
                 from tqdm.auto import tqdm
             except ImportError:  # pragma: no cover - tqdm is an optional extra
-                logger.warning("verbose=True needs tqdm (pip install tabzoo-core[progress]).")
+                logger.warning("verbose=True needs tqdm (pip install 'tabzoo-core[progress]').")
             else:
                 starts = tqdm(starts, desc=f"{type(self).__name__}.predict", unit="chunk")
         for start in starts:

@@ -41,7 +41,7 @@ import pluggy
 
 from tabzoo.errors import AmbiguousPluginError, PluginBuildError, PluginLoadError, TabzooInputError
 from tabzoo.plugins import hookspecs, patches
-from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
+from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord, install_command
 from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, CommandSpec, DemoSpec, PriorSpec
 
 logger = logging.getLogger(__name__)
@@ -354,7 +354,7 @@ class PluginRegistry:
             failed = [r.name for r in self.records if r.error]
             hint = f" Plugins that failed to load: {failed} (see `tabzoo plugins`)." if failed else ""
             dist = known_distribution(kind, name)
-            where = (f"It is provided by {dist}: pip install {dist}." if dist else
+            where = (f"It is provided by {dist}; from a clone of this repository: {install_command(dist)}." if dist else
                      "Install the package that provides it (`tabzoo plugins` lists what is installed).")
             raise PluginLoadError(f"no {_what(kind)} named {name!r}; installed: {known}. {where}{hint}")
         return entry.obj

@@ -103,3 +103,11 @@ class CaseFailure:
     def as_dict(self) -> dict[str, Any]:
         return {"case": self.case, "plugin": self.plugin, "distribution": self.distribution,
                 "version": self.version, "stage": self.stage, "error": self.error}
+
+
+def install_command(dist: str) -> str:
+    """The exact command that installs the workspace distribution ``dist`` (``tabzoo-npt``) from a
+    clone of this repository: the packages are on no package index, so ``pip install tabzoo-npt``
+    alone would fail (README, "Installing only one model")."""
+    wheel = dist.replace("-", "_")
+    return f"uv build --package {dist} --wheel --out-dir dist && pip install dist/{wheel}-*.whl"

@@ -210,7 +210,7 @@ def _bar(cfg: FitConfig) -> Any:
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        logger.info("tqdm is not installed; no progress bar (pip install tabzoo-core[progress]).")
+        logger.info("tqdm is not installed; no progress bar (pip install 'tabzoo-core[progress]').")
         return None
     by_step = cfg.max_steps is not None
     return tqdm(total=cfg.max_steps if by_step else cfg.max_epochs, desc=cfg.desc,

@@ -420,7 +420,7 @@ class _Run:
 
                 bar = tqdm(total=cfg.steps, initial=start, desc=f"pretrain {self.arch}", unit="step")
             except ImportError:
-                logger.info("tqdm is not installed; no progress bar (pip install tabzoo-core[progress]).")
+                logger.info("tqdm is not installed; no progress bar (pip install 'tabzoo-core[progress]').")
         t0 = time.perf_counter()
         step_seconds: list[float] = []
         n_workers = stolen = 0

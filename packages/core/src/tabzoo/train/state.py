@@ -254,7 +254,7 @@ def plot_learning_curve(path: Path, losses: list[float], title: str = "") -> Pat
         matplotlib.use("Agg", force=False)
         from matplotlib.figure import Figure
     except ImportError:
-        logger.info("matplotlib is not installed; no learning curve (pip install tabzoo-core[plot]).")
+        logger.info("matplotlib is not installed; no learning curve (pip install 'tabzoo-core[plot]').")
         return None
     fig = Figure(figsize=(6, 4), dpi=100)
     ax = fig.add_subplot()
