@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-SHAPES = [(1000, 20, 8192), (4000, 20, 8192), (16000, 20, 16384), (4000, 100, 8192)]
+SHAPES = [(1000, 20, 8192), (4000, 20, 16384), (16000, 20, 8192)]
 
 
 def _status(key: str) -> int:

@@ -33,10 +33,17 @@ def test_cli_refuses_bad_numbers(site: dict[str, str], capsys: pytest.CaptureFix
 
 def test_estimates_grow_with_the_table() -> None:
     est = ICLTestClassifier(n_estimators=2, device="cpu")
-    small = estimate_in_context(est, 200, 4, throughput=1e9)
-    big = estimate_in_context(est, 2000, 4, throughput=1e9)
+    small = estimate_in_context(est, 200, 4, throughput=1e9, calibrate=False)
+    big = estimate_in_context(est, 2000, 4, throughput=1e9, calibrate=False)
     assert big.fit_bytes > small.fit_bytes and big.predict_bytes > small.predict_bytes
     assert big.predict_seconds > small.predict_seconds
     model = est._fit_model()
     one = forward_flops(model, 1, 100, 50, 4)
     assert one > 0 and forward_flops(model, 2, 100, 50, 4) == pytest.approx(2 * one)
+
+
+def test_calibrated_estimate_runs_the_estimator_on_a_probe() -> None:
+    est = ICLTestClassifier(n_estimators=2, device="cpu")
+    guess = estimate_in_context(est, 300, 4, predict_rows=200)
+    assert "calibrated on a probe run of 300 + 200 rows" in guess.detail
+    assert guess.predict_bytes > 200 * 4 * 8 and guess.fit_seconds > 0 and guess.predict_seconds > 0

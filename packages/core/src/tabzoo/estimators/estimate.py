@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -86,14 +87,78 @@ def forward_flops(model: torch.nn.Module, members: int, n_context: int, n_query:
     return counted * members * (n_context + n_query) / (nc + nq)
 
 
+def tensor_peak_bytes(fn: Any) -> tuple[float, float]:
+    """``(seconds, peak bytes of live CPU tensors)`` of ``fn()``: allocations and frees as
+    ``torch.profiler`` records them (``profile_memory``), summed in time order. numpy arrays are not counted."""
+    from torch.profiler import ProfilerActivity, profile
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # no kineto lines on stderr (it finds no GPU on a CPU machine)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    seconds = time.perf_counter() - t0
+    events = [(e.time_range.start if e.name == "[memory]" else e.time_range.end, e.self_cpu_memory_usage)
+              for e in prof.events() if e.self_cpu_memory_usage]
+    live = peak = 0.0
+    for _, delta in sorted(events, key=lambda ev: ev[0]):
+        live += delta
+        peak = max(peak, live)
+    return seconds, peak
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """A small run of the estimator itself on this machine: ``fit`` on ``rows`` and ``predict_proba`` of
+    ``query`` rows in one chunk, timed, with the predict pass's tensor peak."""
+
+    rows: int
+    query: int
+    fit_seconds: float
+    predict_seconds: float
+    predict_peak: float
+
+
+def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, features))
+    classify = hasattr(est, "predict_proba")
+    y = (x[:, 0] > 0).astype(np.int64) if classify else x[:, 0]
+    q = rng.normal(size=(query, features))
+    params = {k: v for k, v in est.get_params(deep=False).items()}
+    params.update(chunk_size=query, verbose=False)
+    probe = type(est)(**params)
+    t0 = time.perf_counter()
+    probe.fit(x, y)
+    fit_s = time.perf_counter() - t0
+    run = probe.predict_proba if classify else probe.predict
+    run(q[:8])  # the first call builds lazy state (member views): out of the timing
+    t0 = time.perf_counter()
+    run(q)
+    seconds = time.perf_counter() - t0  # timed apart: the profiler slows the pass it watches
+    _, peak = tensor_peak_bytes(lambda: run(q))
+    return _Probe(rows, query, fit_s, seconds, peak)
+
+
 def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int | None = None,
-                        device: str = "cpu", throughput: float | None = None) -> Estimate:
+                        device: str = "cpu", throughput: float | None = None, calibrate: bool = True) -> Estimate:
     """Estimate ``fit`` on ``rows x features`` and ``predict`` of ``predict_rows`` (default ``rows``) rows.
+
+    With ``calibrate`` (CPU), the estimator itself runs once on a small probe of the same width (at most
+    512 training rows, one chunk of at most 1,024 query rows): time scales with the counted work
+    (:func:`forward_flops`) and the training rows; memory is the shape model of the memory check
+    (:func:`tabzoo.kernels.memory.in_context_bytes`) times the ratio of the probe's measured tensor peak to
+    that model at the probe's shape, plus the tables. Without it
+    (or on another device): the work divided by the measured matmul throughput, memory from
+    :func:`tabzoo.kernels.memory.in_context_bytes` (the bound the estimators check before allocating).
 
     :param est: an unfitted in-context estimator (its model is loaded, nothing else).
     :param throughput: flop/s to use (default: :func:`matmul_throughput` of ``device``).
     """
+    t_load = time.perf_counter()
     model = est._fit_model().eval()
+    load_s = time.perf_counter() - t_load
     members = int(getattr(est, "n_estimators", 1))
     chunk = int(getattr(est, "chunk_size", 1024))
     limit = getattr(type(est), "max_features", None) or getattr(model, "max_features", None)
@@ -104,19 +169,34 @@ def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int
     params = sum(p.numel() for p in model.parameters()) * FLOAT
     context = rows * features * 8.0 + rows * width * FLOAT  # the input as float64 + the stored float32 context
     pass_bytes = in_context_bytes(model, members, rows + min(chunk, max(n_pred, 1)), width)
-    fit_bytes = params + context
-    predict_bytes = pass_bytes + min(chunk, n_pred) * features * 8.0 * 2
+    # the query rows as float64 (input, preprocessed, a member's view) and the [n, classes] outputs
+    tables = n_pred * features * 8.0 * 3
     # the context is encoded once per predict call, then the query rows stream through in chunks
     flops = forward_flops(model, members, rows, n_pred, width)
     speed = throughput or matmul_throughput(str(torch.device(device)))
     chunks = max(1, math.ceil(n_pred / chunk))
     fit_mode_cache = getattr(est, "fit_mode", "") == "fit_with_cache"
+    detail = (f"{members} members x ({rows} context + {min(chunk, n_pred)} query) rows x {width} features per pass, "
+              f"{chunks} chunk(s) of {chunk}")
+    if calibrate and torch.device(device).type == "cpu":
+        pr = _probe(est, min(rows, 512), features, min(n_pred, chunk, 1024))
+        probe_flops = forward_flops(model, members, pr.rows, pr.query, width)
+        scale = flops / probe_flops if probe_flops > 0 else (rows + n_pred) / (pr.rows + pr.query)
+        # the shape model of the memory check, its constant taken from the probe's measured tensor peak
+        probe_bound = in_context_bytes(model, members, pr.rows + pr.query, width)
+        chunk_bytes = pr.predict_peak * pass_bytes / probe_bound if probe_bound > 0 else pass_bytes
+        return Estimate(
+            fit_bytes=params + context + (chunk_bytes if fit_mode_cache else 0.0),
+            predict_bytes=chunk_bytes + tables,
+            fit_seconds=load_s + pr.fit_seconds * rows / pr.rows,
+            predict_seconds=pr.predict_seconds * scale,
+            flops=flops, throughput=speed,
+            detail=f"{detail}; calibrated on a probe run of {pr.rows} + {pr.query} rows",
+        )
     return Estimate(
-        fit_bytes=fit_bytes + (pass_bytes if fit_mode_cache else 0.0),
-        predict_bytes=predict_bytes,
-        fit_seconds=flops / speed if fit_mode_cache else 0.0,
+        fit_bytes=params + context + (pass_bytes if fit_mode_cache else 0.0),
+        predict_bytes=pass_bytes + tables,
+        fit_seconds=load_s + (flops / speed if fit_mode_cache else 0.0),
         predict_seconds=flops / speed,
-        flops=flops, throughput=speed,
-        detail=f"{members} members x ({rows} context + {min(chunk, n_pred)} query) rows x {width} features per pass, "
-               f"{chunks} chunk(s) of {chunk}",
+        flops=flops, throughput=speed, detail=detail,
     )
