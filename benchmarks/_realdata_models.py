@@ -149,14 +149,33 @@ def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, 
     ``zoo`` for this task) with ``settings[ARCH]`` updated by the variant's kwargs."""
     out = []
     for name, (arch, kwargs) in variants.items():
-        base = next((r for r in zoo if r.name == arch), None)
-        if base is None:
+        method, _, plain = arch.rpartition("+")  # "stack+tabflex": the estimator stacked on gradient boosting
+        base = next((r for r in zoo if r.name == plain), None)
+        if base is None or (method and base.task != "classification"):
             continue  # this architecture has no estimator for this task
         mod, _, attr = base.settings["class"].partition(":")
         cls = getattr(importlib.import_module(mod), attr)
-        merged = {**settings.get(arch, {}), **kwargs}
+        if method:
+            cls = _stacked(cls, STACK_METHODS[method])
+        merged = {**settings.get(plain, {}), **kwargs}
         out.append(_tabzoo_runner(name, cls, base.task, merged, base.first_split_only))
     return out
+
+
+#: ``--variant NAME=METHOD+ARCH:JSON``: the estimator of ``ARCH`` inside :class:`tabzoo.estimators.stacking.StackingClassifier`
+STACK_METHODS = {"stack": "features", "stack-avg": "average"}
+
+
+def _stacked(cls: type, method: str) -> type:
+    """A class whose instances are ``StackingClassifier(cls(**kwargs), method=method)`` (seeded alike)."""
+    from tabzoo.estimators.stacking import StackingClassifier
+
+    class Stacked(StackingClassifier):
+        def __init__(self, random_state: int = 0, **kwargs: Any) -> None:
+            super().__init__(cls(random_state=random_state, **kwargs), method=method, random_state=random_state)
+
+    Stacked.__name__ = Stacked.__qualname__ = f"Stacked{cls.__name__}"
+    return Stacked
 
 
 # -- issue 28: TabFlex checkpoints and fine-tuning (runners named in --models, or run by default) ------
@@ -170,8 +189,18 @@ TABFLEX_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "tabflex-ft": ("tabflex", {"checkpoint": "tabflex-small", "fine_tune": TABFLEX_FINE_TUNE}),
     "tabflex-icl-ft": ("tabflex", {"checkpoint": "tabflex-icl", "fine_tune": TABFLEX_FINE_TUNE}),
 }
+TABFLEX_VARIANTS |= {
+    # issue 28 item 7: TabFlex (tabflex-icl) with HistGradientBoosting's out-of-fold log-probabilities as extra
+    # columns, and the 50/50 average of the two (tabzoo.estimators.stacking)
+    "stack-tabflex": ("stack+tabflex", {"checkpoint": "tabflex-icl"}),
+    "stack-avg-tabflex": ("stack-avg+tabflex", {"checkpoint": "tabflex-icl"}),
+    # issue 28 item 2: local/global retrieval contexts chosen per table on an inner split (tabzoo.train.retrieval)
+    "tabflex-icl-sel": ("tabflex", {"checkpoint": "tabflex-icl", "context_strategy": "select"}),
+    "tabflex-icl-ft-sel": ("tabflex", {"checkpoint": "tabflex-icl", "context_strategy": "select",
+                                       "fine_tune": TABFLEX_FINE_TUNE}),
+}
 #: main-table seconds per fine-tuned runner (checked before each fit; a stated cap)
-TABFLEX_VARIANT_BUDGETS_S = {"tabflex-ft": 900.0, "tabflex-icl-ft": 900.0}
+TABFLEX_VARIANT_BUDGETS_S = {"tabflex-ft": 900.0, "tabflex-icl-ft": 900.0, "tabflex-icl-ft-sel": 1500.0}
 
 
 # -- NPT (issue 25) -------------------------------------------------------------------------------

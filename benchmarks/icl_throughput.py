@@ -12,7 +12,7 @@ load drifts):
   claimed it yet (``batches_drawn_in_process``).
 
 Episodes/s are measured at steady state from the loop's own per-step times
-(``TrainResult.step_seconds``) after ``--skip`` warm-up steps (the first step of the prefetch run
+(``PretrainResult.step_seconds``) after ``--skip`` warm-up steps (the first step of the prefetch run
 also waits for the worker to start; that start-up is reported apart). The target of issue 10 is
 ``prefetch / alone >= 0.8``. The three runs must give identical losses (same batches); the script
 checks it. A short bf16-autocast run on the fixed batches says whether bf16 pays on this CPU.

@@ -48,9 +48,13 @@ from tabzoo_multitab.metrics import task_metric  # noqa: E402
 from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder  # noqa: E402
 
 NEURAL = ("multitab", "stl", "mmoe", "ple", "shared_bottom")
+#: the paper's Table 2 ablations of MultiTab-Net: one shared task token, and no task mask
+ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", mask="F-/->T"),
+             "mt_nomask": dict(architecture="multitab", mask="none")}
 REFERENCES = ("stl", "gbdt", "mt_twin")
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
-         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom"}
+         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
+         "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 
 
@@ -106,7 +110,8 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
                 ep.append(est.n_epochs_)
             res["scores"][m], res["epochs"][m] = sc, ep
         else:
-            est = MultiTabEstimator(architecture=m, task_types=kinds, random_state=seed, **kw)
+            arch = ABLATIONS.get(m, {"architecture": m})
+            est = MultiTabEstimator(task_types=kinds, random_state=seed, **(kw | arch))
             est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
             res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
         res["fit_s"][m] = round(time.perf_counter() - t0, 2)
@@ -216,7 +221,7 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = [m for m in ("multitab", "mt_twin", "mmoe", "ple", "shared_bottom", "gbdt") if any(
+    models = [m for m in ("multitab", "mt_single", "mt_nomask", "mt_twin", "mmoe", "ple", "shared_bottom", "gbdt") if any(
         m in r["delta_m"].get(ref, {}) for r in rows)]
     settings = sorted({r["setting"] for r in rows})
     fig, ax = plt.subplots(figsize=(13, 4.5))
@@ -248,7 +253,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--settings", type=int, nargs="*", help="indices into the 18-setting grid (default all)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
-                    choices=[*NEURAL, "gbdt", "mt_twin"])
+                    choices=[*NEURAL, *ABLATIONS, "gbdt", "mt_twin"])
     ap.add_argument("--n-features", type=int, default=8)
     ap.add_argument("--n-train", type=int, default=300)
     ap.add_argument("--n-val", type=int, default=150)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 GOOD = '''
 from tabzoo.plugins import hookimpl, ArchitectureSpec, PriorSpec
@@ -42,3 +43,22 @@ def make_dist(root: Path, dist: str, ep_name: str, module: str, source: str, ver
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(f"[tabzoo]\n{ep_name} = {module}\n")
+
+
+def use_site(tmp_path: Path, monkeypatch: Any, sources: dict[str, str], timeout: str | None = None) -> Path:
+    """A ``site`` folder on ``sys.path`` with one distribution per ``sources`` item (``"exit"`` ->
+    dist ``tz-exit``, entry point ``tzexit``, module ``tz_exit``), only those plugins enabled, a
+    fresh discovery cache in ``tmp_path/cache`` and no other plugin setting; the caller resets the
+    registry and ``discovery._memo`` around the test."""
+    root = tmp_path / "site"
+    root.mkdir()
+    for key, source in sources.items():
+        make_dist(root, f"tz-{key}", f"tz{key}", f"tz_{key}", source)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", ",".join(f"tz{key}" for key in sources))
+    monkeypatch.setenv("TABZOO_CACHE_DIR", str(tmp_path / "cache"))
+    if timeout is not None:
+        monkeypatch.setenv("TABZOO_PLUGIN_TIMEOUT", timeout)
+    for var in ("TABZOO_STRICT_PLUGINS", "TABZOO_DISABLE_PLUGINS", "TABZOO_PLUGIN_PROBE"):
+        monkeypatch.delenv(var, raising=False)
+    return root

@@ -19,3 +19,11 @@ def _private_plugin_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     import os
 
     os.environ.setdefault("TABZOO_CACHE_DIR", str(tmp_path_factory.mktemp("tabzoo-cache")))
+
+
+@pytest.fixture
+def engine_case(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """The Dask and Ray tests' shared case (:mod:`_engine_case`): a saved classifier and a Parquet folder."""
+    from _engine_case import make_engine_case
+
+    return make_engine_case(tmp_path, monkeypatch, seed=1, n=600, parts=6)

@@ -5,38 +5,20 @@ actors load the model from its safetensors checkpoint once each (issue 29 item 2
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
-from _icl_testmodel import ICLTestClassifier
+from _engine_case import EngineCase, check_scores
 
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'tabzoo-core[ray]' (nox -s ray)")
 
 
-def test_ray_map_batches_matches_the_in_memory_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_map_batches_matches_the_in_memory_path(engine_case: EngineCase) -> None:
     from tabzoo.batch.ray import predict_ray
 
-    here = str(Path(__file__).resolve().parent)  # actors import the test estimator's module
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
-    rng = np.random.default_rng(2)
-    n = 500
-    frame = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
-    frame["id"] = np.arange(n)
-    y = np.where(frame.b > 0, "pos", "neg")
-    clf = ICLTestClassifier(n_estimators=2, device="cpu").fit(frame[["a", "b", "c"]][:150], y[:150])
-    stem = clf.save(tmp_path / "clf")
-    folder = tmp_path / "rows"
-    folder.mkdir()
-    for i, part in enumerate(np.array_split(np.arange(n), 4)):
-        frame.iloc[part].to_parquet(folder / f"part-{i}.parquet")
     ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
     try:
-        rows = ray.data.read_parquet(str(folder))
-        got = predict_ray(stem, rows, keep=["id"], batch_size=128, concurrency=2).to_pandas().sort_values("id")
+        rows = ray.data.read_parquet(str(engine_case.folder))
+        got = predict_ray(engine_case.stem, rows, keep=["id"], batch_size=128, concurrency=2).to_pandas()
     finally:
         ray.shutdown()
-    assert got["id"].tolist() == list(range(n))
-    assert got["prediction"].tolist() == clf.predict(frame[["a", "b", "c"]]).tolist()
-    np.testing.assert_array_equal(got[["proba_neg", "proba_pos"]].to_numpy(), clf.predict_proba(frame[["a", "b", "c"]]))
+    check_scores(engine_case, got)

@@ -29,6 +29,14 @@ def test_help_and_version_import_no_plugin_and_no_torch(arg: str) -> None:
     assert "HEAVY []" in out.stdout, out.stdout
 
 
+def test_version_alone_builds_no_parser(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "build_parser", lambda argv=None: pytest.fail("--version built the parser"))
+    assert cli.main(["--version"]) == 0
+    from tabzoo import __version__
+
+    assert capsys.readouterr().out == f"tabzoo-core {__version__}\n"
+
+
 def test_the_subcommand_is_found_after_options() -> None:
     assert cli._command_of(["-v", "--debug", "ramba", "--steps", "3"]) == "ramba"
     assert cli._command_of(["--help"]) is None

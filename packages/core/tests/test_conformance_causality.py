@@ -52,3 +52,43 @@ def test_every_column_after_the_cutoff_changes_and_nothing_before_it() -> None:
     spread = np.subtract(*np.quantile(a["amount"], [0.95, 0.05]))
     moved_by = np.abs(b["amount"][later] - a["amount"][later])
     assert (moved_by >= 0.5 * spread - 1e-9).all() and (moved_by <= 1.5 * spread + 1e-9).all()  # scale-aware
+
+
+def test_a_derived_column_with_its_own_horizon_passes_when_read_after_it() -> None:
+    from kit_models.broken_causality import FlagAfterTwoDays
+
+    case = causal_case("flag_two_days", FlagAfterTwoDays, column_horizons={"delayed": float(2 * DAY)})
+    result = run_check(case, cap.TIME_CAUSALITY, max_examples=3)
+    assert result.status == "passed", result
+
+
+def test_declared_column_horizons_hide_their_column_and_place_boundary_rows() -> None:
+    db, seeds = toy_database(5)
+    t = np.datetime64(seeds[1][2], "s")
+    horizons = {"delayed": float(2 * DAY), "amount": 0.0}
+    base, fixed = with_boundary_rows(db, t, DAY, ("events", "label"), 1, horizons)
+    times = base.table("events").column("time").astype("datetime64[s]")
+    assert (times == t - np.timedelta64(2 * DAY - 1, "s")).any() and (times == t - np.timedelta64(DAY - 1, "s")).any()
+    moved = perturb_after(base, t, DAY, ("events", "label"), seeds[1][1], 2, fixed, horizons)
+    a, b = base.table("events").to_dict(), moved.table("events").to_dict()
+    later = times > t
+    flag_hidden = (times + np.timedelta64(2 * DAY, "s") > t) & ~later
+    diff = np.asarray(a["delayed"]).astype(str) != np.asarray(b["delayed"]).astype(str)
+    assert flag_hidden.sum() > 1 and diff[flag_hidden].all() and not diff[~flag_hidden & ~later].any()
+    assert (a["amount"][~later] == b["amount"][~later]).all()  # horizon 0: known at its row's time
+
+
+@pytest.mark.parametrize("bad", [{"label": 5.0}, {"delayed": -1.0}, {"delayed": float("inf")}, {"delayed": True}])
+def test_column_horizons_are_validated(bad: dict[str, float]) -> None:
+    from tabzoo.errors import TabzooInputError
+
+    with pytest.raises(TabzooInputError, match="column_horizons"):
+        causal_case("bad_horizons", column_horizons=bad)
+
+
+def test_column_horizons_need_the_relational_protocol() -> None:
+    from kit_models.broken import icl_case
+    from tabzoo.errors import TabzooInputError
+
+    with pytest.raises(TabzooInputError, match="relational protocol"):
+        icl_case("icl_horizons", column_horizons={"x": 1.0})

@@ -96,3 +96,34 @@ def test_plugins_demo_bench(work: Path, capsys: pytest.CaptureFixture[str], args
     if command == "bench" and not {"--collect", "--out"} & set(args):
         args = ["--list", *args]
     _run([command, *args], work, capsys)
+
+
+@FUZZ
+@given(name=st.one_of(st.sampled_from(["core_kernels", "all", "icl_test", "nope", "", ",", " , ", "core_kernels,"]),
+                      TEXT),
+       check=st.lists(st.one_of(st.sampled_from(["determinism", "query_independence", "nope", ""]), TEXT),
+                      min_size=1, max_size=2),
+       examples=st.sampled_from(["1", "0", "-1", "x", "1e9", ""]), seed=st.sampled_from(["0", "-1", "x", ""]),
+       device=st.sampled_from([None, "cpu", "nope", "", "cuda:99"]),
+       xfails=st.sampled_from([None, "xf.json", "bad.json", "missing.json", "train.csv", "folder", ""]),
+       replay=st.one_of(st.none(), st.sampled_from(["{}", "{", '{"check": "nope"}', "[]", "3", '{"check": 3}', "null",
+                                                       '{"check": "determinism", "model_seed": "x"}',
+                                                       '{"check": "determinism", "model_seed": [1]}']), TEXT),
+       flags=st.lists(st.sampled_from(["--json", "--strict", "--allow-unproven", "--thorough"]), max_size=2))
+def test_conformance(work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str,
+                     check: list[str], examples: str, seed: str, device: str | None, xfails: str | None,
+                     replay: str | None, flags: list[str]) -> None:
+    """Every bad argument of ``tabzoo conformance`` is a clean refusal. Each command line names at
+    least one ``--check`` that the only installed case (``core_kernels``) does not call for, so no
+    check runs: the fuzz tests the arguments, not the kit."""
+    from tabzoo.testing.checks._common import PROFILE_ENV
+
+    for var in (PROFILE_ENV, "HYPOTHESIS_STORAGE_DIRECTORY"):  # --thorough and the run set these: undo after
+        monkeypatch.delenv(var, raising=False) if var not in os.environ else monkeypatch.setenv(var, os.environ[var])
+    (work / "xf.json").write_text('{"core_kernels": {"kernel_equivalence": "a waiver"}}')
+    (work / "bad.json").write_text("{not json")
+    argv = ["conformance", name, "--max-examples", examples, "--seed", seed, *flags]
+    argv += [a for c in check for a in ("--check", c)]
+    argv += (["--device", device] if device is not None else []) + (["--xfails", xfails] if xfails else [])
+    argv += ["--replay", replay] if replay is not None else []
+    _run(argv, work, capsys)

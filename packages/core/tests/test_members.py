@@ -16,7 +16,7 @@ from tabzoo.estimators.members import (
     FeatureTransform,
     balanced_subsets,
     check_transforms,
-    fit_member_views,
+    fit_member_transforms,
 )
 from tabzoo.estimators.options import (
     PrecisionFallbackWarning,
@@ -95,7 +95,7 @@ def test_category_shuffle_is_a_bijection_keeping_missing() -> None:
     assert pre.kinds == ["numeric", "categorical"]
     x = pre.transform(raw)
     members = make_members(3, 2, 1, seed=0)
-    views = fit_member_views(members, x, categorical=[1], preprocessor=pre, shuffle_categories=True)
+    views = fit_member_transforms(members, x, categorical=[1], preprocessor=pre, shuffle_categories=True)
     assert not views[0].perms_ and 1 in views[1].perms_
     a = views[0].apply(x)[:, list(members[0].features).index(1)]
     b = views[1].apply(x)[:, list(members[1].features).index(1)]
@@ -171,3 +171,14 @@ def test_ecoc_decodes_an_oracle_and_sums_to_one() -> None:
     p = ecoc_proba(oracle, y_context, n_classes, 10, truth.size, n_codes=12, seed=5)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     assert (p.argmax(axis=1) == truth).all() and (p > 0).all()
+
+
+def test_renamed_member_names_stay_importable_with_a_warning() -> None:
+    """``MemberView``/``fit_member_views`` were renamed ``MemberTransform``/``fit_member_transforms`` (issue 31)."""
+    import tabzoo.estimators as est
+    from tabzoo.estimators import members
+
+    for module in (est, members):
+        for old, new in (("MemberView", "MemberTransform"), ("fit_member_views", "fit_member_transforms")):
+            with pytest.warns(DeprecationWarning, match=new):
+                assert getattr(module, old) is getattr(module, new)

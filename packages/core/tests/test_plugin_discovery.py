@@ -12,30 +12,19 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _fake_dists import GOOD, make_dist
+from _fake_dists import GOOD, make_dist, use_site
 from tabzoo.plugins import discovery, get_registry, reset_registry
 
 EXIT = "import os\nos._exit(3)\n"
 HANG = "import time\ntime.sleep(3600)\n"
 HOOK_EXIT = ("import os\nfrom tabzoo.plugins import hookimpl\n\n@hookimpl\n"
              "def tabzoo_register_priors(register):\n    os._exit(4)\n")
-ALLOW = "tzexit,tzhang,tzhookexit,tzgood"
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "site"
-    root.mkdir()
-    make_dist(root, "tz-exit", "tzexit", "tz_exit", EXIT)
-    make_dist(root, "tz-hang", "tzhang", "tz_hang", HANG)
-    make_dist(root, "tz-hookexit", "tzhookexit", "tz_hookexit", HOOK_EXIT)
-    make_dist(root, "tz-good", "tzgood", "tz_good", GOOD.format(arch="good_arch", prior="good_prior"))
-    monkeypatch.syspath_prepend(str(root))
-    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", ALLOW)  # leave the real plugins out: fast children
-    monkeypatch.setenv("TABZOO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("TABZOO_PLUGIN_TIMEOUT", "15")
-    for var in ("TABZOO_STRICT_PLUGINS", "TABZOO_DISABLE_PLUGINS", "TABZOO_PLUGIN_PROBE"):
-        monkeypatch.delenv(var, raising=False)
+    root = use_site(tmp_path, monkeypatch, {"exit": EXIT, "hang": HANG, "hookexit": HOOK_EXIT,
+                                            "good": GOOD.format(arch="good_arch", prior="good_prior")}, timeout="5")
     discovery._memo.clear()
     reset_registry()
     yield root
@@ -55,7 +44,7 @@ def test_exit_and_hang_at_import_fail_only_their_plugin_in_the_cli(site: Path, t
     listing = json.loads(out.stdout)
     assert "PluginKilledProcess" in _failures(listing, "tzexit") and "exit status 3" in _failures(listing, "tzexit")
     assert "exit status 4" in _failures(listing, "tzhookexit")
-    assert "PluginHang" in _failures(listing, "tzhang") and "15 s" in _failures(listing, "tzhang")
+    assert "PluginHang" in _failures(listing, "tzhang") and "for 5 s" in _failures(listing, "tzhang")
     good = next(p for p in listing["plugins"] if p["name"] == "tzgood")
     assert good["loaded"] and [a["name"] for a in good["architectures"]] == ["good_arch"]
     assert len(list((tmp_path / "cache").glob("plugins-*.json"))) == 1
@@ -82,6 +71,19 @@ def test_a_second_run_answers_from_the_cache(site: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(discovery, "probe", no_child)
     assert discovery.cached_listing() == first
+
+
+def test_alternating_environments_each_keep_their_cache_entry(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    listings = {}
+    for allow in ("tzexit,tzgood", "tzgood"):  # e.g. a session's own plugins and a test's extra sys.path
+        monkeypatch.setenv("TABZOO_LOAD_PLUGINS", allow)
+        discovery._memo.clear()
+        listings[allow] = discovery.cached_listing()
+    monkeypatch.setattr(discovery, "probe", lambda: pytest.fail("an entry was dropped: discovery ran again"))
+    for allow, listing in listings.items():
+        monkeypatch.setenv("TABZOO_LOAD_PLUGINS", allow)
+        discovery._memo.clear()
+        assert discovery.cached_listing() == listing
 
 
 def test_the_cache_is_invalidated_when_the_installed_set_changes(site: Path) -> None:

@@ -14,7 +14,7 @@ from tabzoo.checkpoint import load_checkpoint, load_model
 from tabzoo.errors import TabzooInputError
 from tabzoo.plugins import ArchitectureSpec, PluginRecord, PluginRegistry, PriorSpec
 from tabzoo.train import (
-    TrainConfig,
+    PretrainConfig,
     WarmupCosine,
     batch_seed,
     episode_loss,
@@ -95,7 +95,7 @@ def test_training_reduces_loss_and_writes_checkpoints(tmp_path: Path) -> None:
 
 
 def test_in_process_resume_continues_exactly(tmp_path: Path) -> None:
-    cfg = TrainConfig(steps=10, checkpoint_every=4, seed=3, **FAST)
+    cfg = PretrainConfig(steps=10, checkpoint_every=4, seed=3, **FAST)
     full = pretrain(build({}), BlobsPrior(), out=tmp_path / "full", config=cfg)
     out = tmp_path / "cut"
     _run_until(out, cfg, 4)  # dies right after the step-4 checkpoint
@@ -117,7 +117,7 @@ def test_resume_without_checkpoint_starts_at_zero(tmp_path: Path) -> None:
         pretrain(build({}), BlobsPrior(), steps=2, resume=True, **FAST)
 
 
-def _run_until(out: Path, cfg: TrainConfig, stop: int) -> None:
+def _run_until(out: Path, cfg: PretrainConfig, stop: int) -> None:
     """Run ``cfg`` but raise right after the checkpoint of step ``stop`` (an in-process 'kill')."""
 
     class Stop(Exception):
@@ -189,7 +189,7 @@ def test_bad_configurations_raise_with_the_fix() -> None:
     with pytest.raises(TabzooInputError, match="needs a GPU"):
         pretrain(build({}), BlobsPrior(), steps=1, amp="fp16", device="cpu", progress=False)
     with pytest.raises(TabzooInputError, match="known options"):
-        TrainConfig.from_dict({"stepz": 3})
+        PretrainConfig.from_dict({"stepz": 3})
     with pytest.raises(TabzooInputError, match="head has 2"):
         pretrain(build({"max_classes": 2}), BlobsPrior(max_classes=3), steps=2, batch_size=8, progress=False)
     with pytest.raises(TabzooInputError, match="sample"):
@@ -301,14 +301,14 @@ def test_freeze_keeps_parameters_fixed_and_survives_resume(tmp_path: Path) -> No
     with pytest.raises(TabzooInputError, match="every parameter"):
         pretrain(build({}), BlobsPrior(), steps=1, freeze=["log_temp", "feature_weight"], **FAST)
     with pytest.raises(TabzooInputError, match="prefixes"):
-        TrainConfig(freeze="rows")  # type: ignore[arg-type]
+        PretrainConfig(freeze="rows")  # type: ignore[arg-type]
 
 
 def test_resume_with_more_steps_follows_the_longer_cosine(tmp_path: Path) -> None:
     """A resumed run's schedule is defined by the new --steps, not frozen at the old run's end."""
-    short = TrainConfig(steps=6, checkpoint_every=6, seed=3, warmup_steps=1, **FAST)
+    short = PretrainConfig(steps=6, checkpoint_every=6, seed=3, warmup_steps=1, **FAST)
     pretrain(build({}), BlobsPrior(), out=tmp_path, config=short)
-    longer = TrainConfig(steps=20, checkpoint_every=10, seed=3, warmup_steps=1, **FAST)
+    longer = PretrainConfig(steps=20, checkpoint_every=10, seed=3, warmup_steps=1, **FAST)
     res = pretrain(build({}), BlobsPrior(), out=tmp_path, config=longer, resume=True)
     assert res.resumed_from == 6 and res.steps == 20
     state = load_latest(tmp_path)
@@ -344,7 +344,7 @@ def _own_loss_model() -> _OwnLoss:
 
 
 def test_own_loss_models_train_and_stop_after_resumes_exactly(tmp_path: Path) -> None:
-    cfg = TrainConfig(steps=8, checkpoint_every=3, seed=1, workers=0, **FAST)
+    cfg = PretrainConfig(steps=8, checkpoint_every=3, seed=1, workers=0, **FAST)
     straight = pretrain(_own_loss_model(), _PairsPrior(), config=cfg)
     assert len(straight.losses) == 8 and straight.losses[-1] < straight.losses[0]
     part = pretrain(_own_loss_model(), _PairsPrior(), out=tmp_path, config=cfg, stop_after=5)
@@ -355,4 +355,17 @@ def test_own_loss_models_train_and_stop_after_resumes_exactly(tmp_path: Path) ->
     for a, b in zip(resumed.model.state_dict().values(), straight.model.state_dict().values(), strict=True):
         torch.testing.assert_close(a, b)
     with pytest.raises(TabzooInputError, match="stop_after"):
-        TrainConfig(stop_after=0)
+        PretrainConfig(stop_after=0)
+
+
+def test_renamed_pretraining_names_stay_importable_with_a_warning() -> None:
+    """``TrainConfig``/``TrainResult`` were renamed ``PretrainConfig``/``PretrainResult`` (issue 31)."""
+    import tabzoo.train as train
+    from tabzoo.train import config, loop
+
+    for module, old, new in ((train, "TrainConfig", "PretrainConfig"), (train, "TrainResult", "PretrainResult"),
+                             (config, "TrainConfig", "PretrainConfig"), (loop, "TrainResult", "PretrainResult")):
+        with pytest.warns(DeprecationWarning, match=new):
+            assert getattr(module, old) is getattr(module, new)
+    with pytest.raises(AttributeError):
+        train.TrainConfigs  # noqa: B018

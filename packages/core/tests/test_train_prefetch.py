@@ -17,7 +17,7 @@ from _blobs import BlobsPrior
 from _icl_testmodel import KernelICL, build
 from _prefetch_priors import FailingPrior, SlowInWorker, StepBlobs, UnpicklableError
 from tabzoo.errors import TabzooInputError
-from tabzoo.train import TrainConfig, load_latest, prefetch, pretrain
+from tabzoo.train import PretrainConfig, load_latest, prefetch, pretrain
 from tabzoo.train.prefetch import PrefetchSource, PriorWorkerError, draw_batch
 
 FAST = {"progress": False, "plot": False, "lr": 0.05, "batch_size": 4}
@@ -103,7 +103,7 @@ def test_training_is_identical_with_and_without_prefetch(started: list[PrefetchS
 
 def test_a_worker_error_is_reraised_and_resume_after_it_is_exact(tmp_path: Path,
                                                                  started: list[PrefetchSource]) -> None:
-    cfg = TrainConfig(steps=8, checkpoint_every=1, seed=2, **FAST)
+    cfg = PretrainConfig(steps=8, checkpoint_every=1, seed=2, **FAST)
     with pytest.raises(ValueError, match="boom at step 5") as info:
         pretrain(build({}), FailingPrior(fail_at=5), out=tmp_path, config=cfg, workers=1)
     exc = info.value
@@ -162,9 +162,9 @@ def test_workers_auto_and_bad_values(monkeypatch: pytest.MonkeyPatch, started: l
     assert pretrain(build({}), BlobsPrior(), steps=16, **FAST).workers == 0  # one core: nothing to overlap with
     for bad in (-1, "2", 1.5, True):
         with pytest.raises(TabzooInputError, match="workers must be"):
-            TrainConfig(workers=bad)  # type: ignore[arg-type]
+            PretrainConfig(workers=bad)  # type: ignore[arg-type]
     with pytest.raises(TabzooInputError, match="prefetch_depth"):
-        TrainConfig(prefetch_depth=0)
+        PretrainConfig(prefetch_depth=0)
     _assert_reaped(started)
 
 
@@ -174,7 +174,7 @@ def test_cli_workers_flag() -> None:
     parser = argparse.ArgumentParser()
     pretrain_cmd.add_parser(parser.add_subparsers())
     base = ["pretrain", "--model", "m", "--prior", "p", "--steps", "3", "--out", "o"]
-    assert "workers" not in pretrain_cmd.train_options(parser.parse_args(base))  # TrainConfig's default: auto
+    assert "workers" not in pretrain_cmd.train_options(parser.parse_args(base))  # PretrainConfig's default: auto
     assert pretrain_cmd.train_options(parser.parse_args([*base, "--workers", "auto"]))["workers"] == "auto"
     assert pretrain_cmd.train_options(parser.parse_args([*base, "--workers", "2"]))["workers"] == 2
     with pytest.raises(SystemExit):

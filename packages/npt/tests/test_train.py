@@ -13,7 +13,7 @@ from tabzoo.errors import TabzooInputError
 from tabzoo_npt.model import NPT, NPTConfig
 from tabzoo_npt.predict import context_indices, predict_cells
 from tabzoo_npt.train import (
-    TrainConfig,
+    NPTFitConfig,
     cell_losses,
     fit_npt,
     lambda_schedule,
@@ -81,7 +81,7 @@ def test_each_loss_term_is_normalised_by_its_count() -> None:
 def test_training_reduces_the_target_loss_and_predicts() -> None:
     m = _model()
     data = _table(80)
-    cfg = TrainConfig(steps=60, lr=1e-2, flat_fraction=0.5, seed=0)
+    cfg = NPTFitConfig(steps=60, lr=1e-2, flat_fraction=0.5, seed=0)
     res = fit_npt(m, data[:60], (3,), cfg)
     assert res.steps == 60 and len(res.losses) == 60
     hide = np.zeros((20, 4), dtype=bool)
@@ -94,7 +94,7 @@ def test_training_reduces_the_target_loss_and_predicts() -> None:
 def test_early_stopping_restores_the_best_weights() -> None:
     m = _model()
     data = _table(80)
-    cfg = TrainConfig(steps=200, lr=5e-2, eval_every=5, patience=2, seed=0)
+    cfg = NPTFitConfig(steps=200, lr=5e-2, eval_every=5, patience=2, seed=0)
     res = fit_npt(m, data[:60], (3,), cfg, validation=data[60:])
     assert res.val_losses and res.best_step in [s for s, _ in res.val_losses]
     assert res.best_loss == min(v for _, v in res.val_losses)
@@ -107,43 +107,43 @@ def test_missing_values_are_masked_cells_and_never_in_the_loss() -> None:
     data = _table(50)
     data[::3, 0] = np.nan
     data[::5, 2] = np.nan
-    res = fit_npt(m, data, (3,), TrainConfig(steps=5, seed=0))
+    res = fit_npt(m, data, (3,), NPTFitConfig(steps=5, seed=0))
     assert np.isfinite(res.losses).all()
 
 
 def test_multi_target_and_pure_imputation() -> None:
     data = _table(50)
     m = _model()
-    res = fit_npt(m, data, (2, 3), TrainConfig(steps=5, seed=0))  # a categorical and a numeric target
+    res = fit_npt(m, data, (2, 3), NPTFitConfig(steps=5, seed=0))  # a categorical and a numeric target
     assert np.isfinite(res.losses).all()
     m2 = _model()
-    res2 = fit_npt(m2, data, (), TrainConfig(steps=5, seed=0))  # imputation: feature loss only
+    res2 = fit_npt(m2, data, (), NPTFitConfig(steps=5, seed=0))  # imputation: feature loss only
     assert np.isfinite(res2.losses).all()
 
 
 def test_unlabeled_rows_need_an_explicit_mode() -> None:
     data = _table(30)
     with pytest.raises(TabzooInputError, match="semi_supervised"):
-        fit_npt(_model(), data, (3,), TrainConfig(steps=1), unlabeled=data[:5])
-    res = fit_npt(_model(), data, (3,), TrainConfig(steps=3, mode="semi_supervised"), unlabeled=data[:5])
+        fit_npt(_model(), data, (3,), NPTFitConfig(steps=1), unlabeled=data[:5])
+    res = fit_npt(_model(), data, (3,), NPTFitConfig(steps=3, mode="semi_supervised"), unlabeled=data[:5])
     assert res.steps == 3
     with pytest.raises(TabzooInputError, match="mode"):
-        TrainConfig(mode="psychic")
+        NPTFitConfig(mode="psychic")
 
 
 def test_progress_bar_is_switchable(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tqdm", reason="the progress bar needs tqdm (tabzoo-npt[progress])")
     data = _table(20)
-    fit_npt(_model(), data, (3,), TrainConfig(steps=3, progress=False))
+    fit_npt(_model(), data, (3,), NPTFitConfig(steps=3, progress=False))
     assert "npt fit" not in capsys.readouterr().err
-    fit_npt(_model(), data, (3,), TrainConfig(steps=3, progress=True))
+    fit_npt(_model(), data, (3,), NPTFitConfig(steps=3, progress=True))
     assert "npt fit" in capsys.readouterr().err
 
 
 def test_prediction_does_not_depend_on_batch_composition() -> None:
     m = _model()
     data = _table(70)
-    fit_npt(m, data[:50], (3,), TrainConfig(steps=5, seed=0))
+    fit_npt(m, data[:50], (3,), NPTFitConfig(steps=5, seed=0))
     q = data[50:]
     hide = np.zeros(q.shape, dtype=bool)
     hide[:, 3] = True
@@ -171,3 +171,14 @@ def test_fixed_context_is_seeded() -> None:
     assert np.array_equal(a, context_indices(1000, 64, seed=5)) and len(np.unique(a)) == 64
     assert not np.array_equal(a, context_indices(1000, 64, seed=6))
     assert np.array_equal(context_indices(10, 64, seed=5), np.arange(10))
+
+
+def test_renamed_train_config_stays_importable_with_a_warning() -> None:
+    """NPT's ``TrainConfig`` was renamed ``NPTFitConfig`` (issue 31: the core's pretraining config had the name)."""
+    import tabzoo_npt
+    from tabzoo_npt import train
+
+    for module in (tabzoo_npt, train):
+        with pytest.warns(DeprecationWarning, match="NPTFitConfig"):
+            assert module.TrainConfig is NPTFitConfig
+    assert "TrainConfig" not in tabzoo_npt.__all__ and "NPTFitConfig" in tabzoo_npt.__all__

@@ -74,6 +74,23 @@ class HalfHorizon(DerivedRelational):
     horizon_s = DAY // 2
 
 
+class DerivedAsSoonAsPast(DerivedRelational):
+    """Reads ``delayed`` of every earlier event (its row time has passed) while it still hides the
+    label: the derived flag leaks the label inside the horizon. Only the target column was hidden
+    within the horizon before ``column_horizons``."""
+
+    def flag_rows(self, times: np.ndarray, t: Any, is_seed: np.ndarray) -> np.ndarray:
+        return (times <= t) & ~is_seed
+
+
+class FlagAfterTwoDays(DerivedRelational):
+    """Correct for a case declaring ``delayed`` available two days after its row (Ramba's
+    nycflights horizons: the arrival outcome is known later than ``dep_delay``)."""
+
+    def flag_rows(self, times: np.ndarray, t: Any, is_seed: np.ndarray) -> np.ndarray:
+        return (times + np.timedelta64(2 * DAY, "s") <= t) & ~is_seed
+
+
 def causal_case(name: str = "derived_relational", model_cls: type[TinyRelational] | str = DerivedRelational,
                 **kw: Any) -> ConformanceCase:
     """A relational case on the toy database with a declared horizon of one day."""
@@ -86,5 +103,8 @@ BROKEN_CAUSALITY: list[tuple[str, Any]] = [
     ("reads a derived column (delayed) after the cutoff", lambda: causal_case("derived_future", ReadsDerivedAfterCutoff)),
     ("snapshots the database at the latest seed of a batch", lambda: causal_case("batch_snapshot", SnapshotAtLatestSeed)),
     ("uses labels inside the declared horizon", lambda: causal_case("half_horizon", HalfHorizon)),
+    ("reads a derived column inside the horizon", lambda: causal_case("derived_inside", DerivedAsSoonAsPast)),
+    ("reads a derived column before its own (longer) horizon", lambda: causal_case(
+        "derived_own_horizon", DerivedRelational, column_horizons={"delayed": float(2 * DAY)})),
 ]
 """Each must fail time_causality; :func:`causal_case` itself (the correct model) passes."""

@@ -7,13 +7,18 @@ The estimator (``MultiTabEstimator``) needs the ``sklearn`` extra and is importe
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from tabzoo_multitab.baselines import PLE, MMoE, SharedBottom, SingleTaskMLP
-from tabzoo_multitab.config import MASK_MODES, MultiTabConfig, TaskSpec
-from tabzoo_multitab.losses import multitask_loss, task_losses
-from tabzoo_multitab.metrics import delta_m, explained_variance, roc_auc, task_metric
-from tabzoo_multitab.model import MultiTabNet
+# lazy: importing the plugin declaration (``tabzoo_multitab.plugin``) must not import torch, or plugin
+# discovery and ``tabzoo plugins`` pay for it (issue 24 item 8)
+_LAZY = {
+    "PLE": "baselines", "MMoE": "baselines", "SharedBottom": "baselines", "SingleTaskMLP": "baselines",
+    "MASK_MODES": "config", "MultiTabConfig": "config", "TaskSpec": "config",
+    "multitask_loss": "losses", "task_losses": "losses",
+    "delta_m": "metrics", "explained_variance": "metrics", "roc_auc": "metrics", "task_metric": "metrics",
+    "MultiTabNet": "model", "MultiTabEstimator": "estimator",
+}
 
 __all__ = [
     "MASK_MODES", "MMoE", "PLE", "MultiTabConfig", "MultiTabEstimator", "MultiTabNet", "SharedBottom",
@@ -23,8 +28,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "MultiTabEstimator":
-        from tabzoo_multitab.estimator import MultiTabEstimator
-
-        return MultiTabEstimator
+    if name in _LAZY:
+        return getattr(import_module(f"tabzoo_multitab.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'tabzoo_multitab' has no attribute {name!r}")

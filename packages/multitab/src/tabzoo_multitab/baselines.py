@@ -39,6 +39,30 @@ def mlp(d_in: int, hidden: Sequence[int], dropout: float) -> nn.Sequential:
 class _RowModel(nn.Module):
     tasks: tuple[TaskSpec, ...]
 
+    def _expert_setup(self, n_num: int, cat_cardinalities: Sequence[int], tasks: Sequence[Any], d_embed: int,
+                      hidden: Sequence[int]) -> tuple[int, list[int]]:
+        """The shared embedding of the expert models (MMoE, PLE): sets ``tasks`` and ``embed``;
+        returns the flattened input width ``(d_num + d_cat) * e`` and the expert widths (half of
+        ``hidden``, at least 8: the experts together keep a capacity comparable to the shared
+        bottom's, as the paper matches capacities)."""
+        self.tasks = parse_tasks(tasks)
+        self.embed = FeatureEmbedding(n_num, cat_cardinalities, d_embed)
+        return (n_num + len(cat_cardinalities)) * d_embed, [max(8, h // 2) for h in hidden]
+
+    @staticmethod
+    def _experts(d_in: int, width: Sequence[int], n: int, dropout: float) -> nn.ModuleList:
+        """``n`` expert MLPs ``d_in -> width``."""
+        return nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n))
+
+    def _towers(self, d_in: int, tower_hidden: int) -> nn.ModuleList:
+        """One ReLU MLP tower per task, ``d_in -> tower_hidden -> n_out``."""
+        return nn.ModuleList(MLPHead(d_in, tower_hidden, t.n_out, activation="relu") for t in self.tasks)
+
+    @staticmethod
+    def _mix(gate: nn.Module, x: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
+        """``sum_i softmax(gate(x))_i experts_i``: ``x [..., d_in]``, ``experts [..., n, w]`` -> ``[..., w]``."""
+        return (torch.softmax(gate(x), dim=-1).unsqueeze(-1) * experts).sum(-2)
+
     def split(self, out: torch.Tensor) -> list[torch.Tensor]:
         return list(torch.split(out, [t.n_out for t in self.tasks], dim=-1))
 
@@ -76,7 +100,7 @@ class SharedBottom(_RowModel):
         self.tasks = parse_tasks(tasks)
         self.embed = FeatureEmbedding(n_num, cat_cardinalities, d_embed)
         self.bottom = mlp((n_num + len(cat_cardinalities)) * d_embed, hidden, dropout)
-        self.towers = nn.ModuleList(MLPHead(hidden[-1], tower_hidden, t.n_out, activation="relu") for t in self.tasks)
+        self.towers = self._towers(hidden[-1], tower_hidden)
 
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
         h = self.bottom(self.embed(x_num, x_cat).flatten(-2))
@@ -90,23 +114,15 @@ class MMoE(_RowModel):
                  hidden: Sequence[int] = (256, 128), n_experts: int = 8, tower_hidden: int = 64,
                  dropout: float = 0.1) -> None:
         super().__init__()
-        self.tasks = parse_tasks(tasks)
-        self.embed = FeatureEmbedding(n_num, cat_cardinalities, d_embed)
-        d_in = (n_num + len(cat_cardinalities)) * d_embed
-        # experts narrower than the shared bottom so total capacity stays comparable (paper: matched capacity)
-        width = [max(8, h // 2) for h in hidden]
-        self.experts = nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n_experts))
+        d_in, width = self._expert_setup(n_num, cat_cardinalities, tasks, d_embed, hidden)
+        self.experts = self._experts(d_in, width, n_experts, dropout)
         self.gates = nn.ModuleList(nn.Linear(d_in, n_experts) for _ in self.tasks)
-        self.towers = nn.ModuleList(MLPHead(width[-1], tower_hidden, t.n_out, activation="relu") for t in self.tasks)
+        self.towers = self._towers(width[-1], tower_hidden)
 
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
         x = self.embed(x_num, x_cat).flatten(-2)
         experts = torch.stack([e(x) for e in self.experts], dim=-2)  # [..., n_experts, w]
-        outs = []
-        for gate, tower in zip(self.gates, self.towers, strict=True):
-            w = torch.softmax(gate(x), dim=-1).unsqueeze(-1)
-            outs.append(tower((w * experts).sum(-2)))
-        return torch.cat(outs, -1)
+        return torch.cat([tower(self._mix(gate, x, experts)) for gate, tower in zip(self.gates, self.towers, strict=True)], -1)
 
 
 class PLE(_RowModel):
@@ -121,15 +137,11 @@ class PLE(_RowModel):
                  hidden: Sequence[int] = (256, 128), n_shared: int = 4, n_specific: int = 2, tower_hidden: int = 64,
                  dropout: float = 0.1) -> None:
         super().__init__()
-        self.tasks = parse_tasks(tasks)
-        self.embed = FeatureEmbedding(n_num, cat_cardinalities, d_embed)
-        d_in = (n_num + len(cat_cardinalities)) * d_embed
-        width = [max(8, h // 2) for h in hidden]
-        self.shared = nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n_shared))
-        self.specific = nn.ModuleList(nn.ModuleList(mlp(d_in, width, dropout) for _ in range(n_specific))
-                                      for _ in self.tasks)
+        d_in, width = self._expert_setup(n_num, cat_cardinalities, tasks, d_embed, hidden)
+        self.shared = self._experts(d_in, width, n_shared, dropout)
+        self.specific = nn.ModuleList(self._experts(d_in, width, n_specific, dropout) for _ in self.tasks)
         self.gates = nn.ModuleList(nn.Linear(d_in, n_shared + n_specific) for _ in self.tasks)
-        self.towers = nn.ModuleList(MLPHead(width[-1], tower_hidden, t.n_out, activation="relu") for t in self.tasks)
+        self.towers = self._towers(width[-1], tower_hidden)
 
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None) -> torch.Tensor:
         x = self.embed(x_num, x_cat).flatten(-2)
@@ -137,8 +149,7 @@ class PLE(_RowModel):
         outs = []
         for own, gate, tower in zip(self.specific, self.gates, self.towers, strict=True):
             experts = torch.stack(shared + [e(x) for e in own], dim=-2)  # [..., n_shared + n_specific, w]
-            w = torch.softmax(gate(x), dim=-1).unsqueeze(-1)
-            outs.append(tower((w * experts).sum(-2)))
+            outs.append(tower(self._mix(gate, x, experts)))
         return torch.cat(outs, -1)
 
 

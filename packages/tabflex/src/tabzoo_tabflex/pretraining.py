@@ -16,15 +16,13 @@ rows, 2-64 features); it ran on a TabFlex-private prior that no longer exists an
 (``TabFlexConfig.recipe``) need a GPU.
 
 Run ``python -m tabzoo_tabflex.pretraining --recipe icl --out runs/tabflex-icl --resume`` to start
-or continue, and :func:`export` to copy the last checkpoint into the package data.
+or continue, and :func:`export` to write its training state's model into the package data.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +65,7 @@ RECIPES: dict[str, dict[str, Any]] = {
 
 
 def run(out: str | Path, recipe: str = "icl", resume: bool = True, **train_overrides: Any) -> Any:
-    """Start or resume a pretraining run of ``recipe`` in ``out``; returns the ``TrainResult``."""
+    """Start or resume a pretraining run of ``recipe`` in ``out``; returns the ``PretrainResult``."""
     from tabzoo.train import pretrain
 
     r = RECIPES[recipe]
@@ -82,35 +80,32 @@ def run(out: str | Path, recipe: str = "icl", resume: bool = True, **train_overr
 
 
 def export(run_dir: str | Path, name: str = "tabflex-small", recipe: str = "small", note: str = "",
-           dest: str | Path | None = None) -> Path:
-    """Copy ``run_dir/model.{safetensors,json}`` into the package's ``checkpoints/`` as ``name``.
+           dest: str | Path | None = None, *, overwrite: bool = False) -> Path:
+    """Export a run's model, from its training state, as the checkpoint ``name`` in ``dest``.
 
-    The JSON keeps everything the run recorded (prior, steps, episodes seen, wall time, machine,
-    training options) and gains the resolved model config and the recipe name.
+    One call to :func:`tabzoo.train.state.export_latest` (as ORION-MSP's export): the weights,
+    config, prior, step, episodes seen, wall time and training options come from the run's
+    ``latest.json`` state, so a run folder keeps only what resumes training. The metadata gains
+    the recipe name, the package and its version (and ``note``).
+
+    :param run_dir: the ``--out`` folder of the run.
+    :param dest: folder to write ``<name>.safetensors`` + ``<name>.json`` in (default: the package's
+        ``checkpoints/``).
+    :param overwrite: replace an existing checkpoint of that name (never silently).
+    :return: the stem of the written checkpoint.
+    :raises CheckpointError: when the run holds no training state, or the checkpoint exists without ``overwrite``.
     """
-    from tabzoo_tabflex.config import get_config
+    from tabzoo.train.state import export_latest
 
-    run_dir = Path(run_dir)
-    dest = Path(dest) if dest is not None else Path(__file__).parent / "checkpoints"
-    for ext in ("safetensors", "json"):
-        shutil.copyfile(run_dir / f"model.{ext}", dest / f"{name}.{ext}")
-    meta = json.loads((dest / f"{name}.json").read_text())
-    meta["config"] = get_config(meta["config"]).to_dict()
-    extra = meta.setdefault("extra", {})
-    extra["recipe"] = recipe
     from tabzoo_tabflex import __version__
 
-    extra["package"] = "tabzoo-tabflex"
-    extra["package_version"] = __version__
+    folder = Path(dest) if dest is not None else Path(__file__).parent / "checkpoints"
+    extra: dict[str, Any] = {"recipe": recipe, "package": "tabzoo-tabflex"}
     if note:
         extra["note"] = note
-    from tabzoo.checkpoint.validate import DIGEST, meta_digest
-
-    meta[DIGEST] = meta_digest(meta)  # the exporter's own metadata edit, signed again (format 2)
-    (dest / f"{name}.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    for ext in ("safetensors", "json"):
-        (dest / f"{name}.{ext}").chmod(0o644)
-    return dest / name
+    stem = folder / name
+    export_latest(run_dir, stem, overwrite=overwrite, extra=extra, package_version=__version__)
+    return stem
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,6 +111,11 @@ def _plugin_commands(sub: argparse._SubParsersAction, wanted: str) -> None:  # t
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tabzoo`` console script; returns the exit code."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from tabzoo import __version__
+
+        print(f"tabzoo-core {__version__}")  # what argparse's version action prints, without building the parser
+        return 0
     parser = build_parser(argv)
     wanted = _command_of(sys.argv[1:] if argv is None else argv)
     sub = parser._subparsers._group_actions[0] if parser._subparsers else None  # type: ignore[union-attr]

@@ -81,3 +81,20 @@ def readable_file(text: str) -> str:
 
 readable_file.__name__ = "readable file"
 
+
+
+def json_object(text: str) -> str:
+    """A JSON object (``{...}``), kept as the text; anything else is refused at the boundary."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text[:60]!r} ({exc}); copy it whole, "
+                                         "in single quotes") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object {{...}}, got a {type(value).__name__}: {text[:60]!r}")
+    return text
+
+
+json_object.__name__ = "JSON object"

@@ -32,7 +32,7 @@ import sys
 import warnings
 from typing import Any
 
-from tabzoo.cli.argtypes import device, readable_file, whole
+from tabzoo.cli.argtypes import device, json_object, readable_file, whole
 
 EXIT_OK, EXIT_FAILED, EXIT_NOT_PROVEN = 0, 1, 3
 
@@ -51,7 +51,7 @@ def add_parser(sub: Any) -> None:
                    help="a skipped (not proven) check exits 3 instead of failing (1)")
     p.add_argument("--thorough", action="store_true",
                    help="the thorough search: contexts up to 4,096 rows, 5x the examples (slow; nightly)")
-    p.add_argument("--replay", default=None, metavar="JSON",
+    p.add_argument("--replay", default=None, metavar="JSON", type=json_object,
                    help="re-run exactly one failing example: the 'replay' JSON printed under a failure")
     p.set_defaults(func=run)
 
@@ -81,6 +81,16 @@ def _wanted(case: Any, only: list[str] | None) -> list[str]:
 
     names = checks_for(case)
     return names if only is None else [c for c in names if c in only]
+
+
+def _check_names(names: list[str] | None) -> None:
+    """Refuse a ``--check`` name that is no conformance check (it would silently run nothing)."""
+    from tabzoo.errors import TabzooInputError
+    from tabzoo.testing.capabilities import PROPERTIES
+
+    unknown = [n for n in names or [] if n not in PROPERTIES]
+    if unknown:
+        raise TabzooInputError(f"--check {unknown[0]!r} is no conformance check; known checks: {list(PROPERTIES)}.")
 
 
 def _progress(as_json: bool, width: int, total: int) -> Any:
@@ -124,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.name.strip(" ,"):
         raise TabzooInputError("no case named: give a case, plugin or distribution name (comma-separated), or 'all'; "
                                "`tabzoo plugins` lists what is installed.")
+    _check_names(args.check)
     from tabzoo.testing._xfails import load_xfails
     from tabzoo.testing.runner import (
         CORE_CASE,
@@ -145,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
     width = max((len(f"{c.name}-{k}") for c in cases for k in checks_for(c)), default=10)
     registrations = [registration_results(c) if args.check is None and not args.replay else [] for c in cases]
     total = len(results) + sum(len(r) for r in registrations) + sum(len(_wanted(c, args.check)) for c in cases)
+    if total == 0 and cases and not args.replay:
+        calls = {c.name: checks_for(c) for c in cases}
+        raise TabzooInputError(f"no check ran: none of --check {args.check} applies to {sorted(calls)}, whose checks "
+                               f"are {calls}; name one of those (nothing is proven by running nothing).")
     emit = _progress(args.json, width, 1 if args.replay else total)
     for r in results:
         emit(r)

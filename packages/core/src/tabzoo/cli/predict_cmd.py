@@ -10,7 +10,9 @@ written as CSV or Parquet by the suffix of ``--out``, or as CSV to stdout withou
 
 ``--checkpoint PATH`` uses your own weights: the ``--out`` folder of ``tabzoo pretrain`` (its
 ``model.safetensors`` + ``model.json``) or any checkpoint stem; ``--model`` then defaults to the
-architecture the checkpoint's JSON names. Needs pandas and pyarrow (``tabzoo-core[pandas,arrow]``),
+architecture the checkpoint's JSON names. ``--fine-tune [STEPS]`` fine-tunes a copy of the weights on the
+training file first (:mod:`tabzoo.train.finetune`; off by default) and ``--context-strategy select`` chooses
+local (retrieval) or global contexts on an inner split of it (:mod:`tabzoo.train.retrieval`). Needs pandas and pyarrow (``tabzoo-core[pandas,arrow]``),
 checked before anything is read. When done it prints
 one line on stderr: how many rows, where they went, how long it took.
 """
@@ -26,6 +28,11 @@ from typing import Any
 from tabzoo.cli.argtypes import device, readable_file, whole
 
 READERS = {".csv": "read_csv", ".parquet": "read_parquet", ".pq": "read_parquet"}
+#: ``--fine-tune`` without a number: the steps of :class:`tabzoo.train.FineTune` (kept in step by a test)
+FINE_TUNE_STEPS = 100
+#: ``--context-strategy``: :data:`tabzoo.estimators.ensemble.CONTEXT_STRATEGIES` (kept in step by a test; the CLI
+#: imports no torch before it runs)
+CONTEXT_STRATEGIES = ("auto", "global", "local", "local+global", "select")
 
 
 def add_parser(sub: Any) -> None:
@@ -48,6 +55,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--keep", action="append", default=[], metavar="COL",
                    help="copy this column of --test into the output, before 'prediction' (repeatable)")
     p.add_argument("--progress", action="store_true", help="progress bar with rows/s and ETA (needs tqdm)")
+    p.add_argument("--fine-tune", nargs="?", const=FINE_TUNE_STEPS, default=None, type=whole(1), metavar="STEPS",
+                   help="fine-tune a copy of the pretrained weights on --train first (default off; without STEPS "
+                        f"{FINE_TUNE_STEPS} steps of tabzoo.train.FineTune's defaults: Adam lr 1e-3, 512 context + 256 "
+                        "query rows per episode; kept only if better on an inner validation split of --train)")
+    p.add_argument("--context-strategy", default=None, choices=CONTEXT_STRATEGIES,
+                   help="global context, local (retrieval) contexts, or 'select': chosen on an inner validation "
+                        "split of --train (default: the estimator's, 'auto')")
     p.set_defaults(func=run)
 
 
@@ -151,8 +165,8 @@ def _read_parquet(path: str) -> Any:
 
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse a bad ``--out`` before any work: unknown type, an input, or (without --overwrite) a file."""
-    from tabzoo.cli._files import check_output
     from tabzoo.errors import TabzooInputError
+    from tabzoo.files import check_output
 
     if args.out is None:
         return
@@ -246,6 +260,13 @@ def run(args: argparse.Namespace) -> int:
     params = est.get_params(deep=False)
     wanted = {"n_estimators": args.n_estimators, "device": args.device, "random_state": args.seed}
     est.set_params(**{k: v for k, v in wanted.items() if v is not None and k in params})
+    for flag, name, value in (("--fine-tune", "fine_tune", args.fine_tune),
+                              ("--context-strategy", "context_strategy", args.context_strategy)):
+        if value is None:
+            continue
+        if name not in params:
+            raise TabzooInputError(f"{flag}: {cls.__name__} has no {name} parameter; drop {flag} for this model.")
+        est.set_params(**{name: {"steps": value, "progress": progress} if name == "fine_tune" else value})
     if stem is not None:
         est = _with_checkpoint(cls, est, stem, args.model)
     est.fit(X, y)

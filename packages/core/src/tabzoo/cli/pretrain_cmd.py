@@ -4,7 +4,7 @@ Runs under ``torchrun`` too (``torchrun --nproc_per_node=2 -m tabzoo.cli pretrai
 process takes its share of every global batch and gradients are averaged.
 
 ``--workers N`` draws prior batches in N background processes while the model trains
-(``TrainConfig.workers``; default ``auto``); the batches are the same as without them.
+(``PretrainConfig.workers``; default ``auto``); the batches are the same as without them.
 
 When done, rank 0 prints one line on stderr: what was trained, the steps, the final loss, where
 the checkpoint was written and how long it took (``--json`` adds a JSON summary on stdout).
@@ -43,7 +43,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=whole(0), default=None, help="seed of weights and batches")
     p.add_argument(
         "--config", default=None,
-        help='JSON object of further TrainConfig fields, e.g. \'{"amp": "off", "checkpoint_every": 50, '
+        help='JSON object of further PretrainConfig fields, e.g. \'{"amp": "off", "checkpoint_every": 50, '
         '"model_config": {...}, "prior_config": {...}}\' (or @file.json)',
     )
     p.add_argument("--workers", type=_workers, default=None, metavar="N|auto",
@@ -68,7 +68,7 @@ def _workers(text: str) -> int | str:
 
 
 def train_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The TrainConfig fields given by the command line (``--config`` first, flags win)."""
+    """The PretrainConfig fields given by the command line (``--config`` first, flags win)."""
     options = _load_json(args.config)
     options["steps"] = args.steps
     for name, value in (("batch_size", args.batch_size), ("lr", args.lr), ("seed", args.seed),
@@ -96,7 +96,7 @@ def _load_json(text: str | None) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise TabzooInputError(f"--config is not valid JSON ({exc}); pass an object like '{{\"amp\": \"off\"}}'.") from exc
     if not isinstance(data, dict):
-        raise TabzooInputError("--config must be a JSON object of TrainConfig fields.")
+        raise TabzooInputError("--config must be a JSON object of PretrainConfig fields.")
     return data
 
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from tabzoo.cli._extras import is_missing, note_once
-    from tabzoo.train import TrainConfig, pretrain
+    from tabzoo.train import PretrainConfig, pretrain
     from tabzoo.train.lock import run_lock
     from tabzoo.train.state import require_resumable
 
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             note_once("no progress bar: tqdm is not installed (pip install 'tabzoo-core[progress]'); "
                       "--no-progress silences this note.")
         options["progress"] = False
-    cfg = TrainConfig.from_dict(options)
+    cfg = PretrainConfig.from_dict(options)
     if args.resume:
         require_resumable(args.out)
     with run_lock(args.out) if main_rank else contextlib.nullcontext():

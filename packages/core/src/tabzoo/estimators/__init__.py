@@ -3,7 +3,7 @@
 Public names: :class:`InContextClassifier`, :class:`InContextRegressor` (bases a plugin
 subclasses with ``_load_model``), :class:`TabularPreprocessor`, :class:`EnsembleMember`,
 :func:`make_members`, :func:`resolve_device`; per-member views (:mod:`tabzoo.estimators.members`:
-:class:`FeatureTransform`, :class:`MemberView`, :func:`fit_member_views`, :func:`balanced_subsets`)
+:class:`FeatureTransform`, :class:`MemberTransform`, :func:`fit_member_transforms`, :func:`balanced_subsets`)
 and option resolvers (:mod:`tabzoo.estimators.options`: :func:`resolve_categorical_features`,
 :func:`resolve_inference_dtype`, :func:`check_fit_mode`, :class:`PrecisionFallbackWarning`).
 
@@ -22,6 +22,7 @@ each member's view to the context and query rows.
 
 from __future__ import annotations
 
+from tabzoo.deprecation import renamed
 from tabzoo.estimators.base import InContextEstimator, resolve_device
 from tabzoo.estimators.classifier import InContextClassifier, InContextRegressor
 from tabzoo.estimators.encoding import OneHotExpander, class_balance
@@ -29,9 +30,9 @@ from tabzoo.estimators.local import LocalContexts, fit_local_contexts
 from tabzoo.estimators.members import (
     EnsembleMember,
     FeatureTransform,
-    MemberView,
+    MemberTransform,
     balanced_subsets,
-    fit_member_views,
+    fit_member_transforms,
     make_members,
 )
 from tabzoo.estimators.options import (
@@ -49,11 +50,11 @@ __all__ = [
     "OneHotExpander",
     "class_balance",
     "fit_local_contexts",
-    "MemberView",
+    "MemberTransform",
     "PrecisionFallbackWarning",
     "balanced_subsets",
     "check_fit_mode",
-    "fit_member_views",
+    "fit_member_transforms",
     "resolve_categorical_features",
     "resolve_inference_dtype",
     "InContextClassifier",
@@ -64,3 +65,6 @@ __all__ = [
     "resolve_device",
     "soft_clip",
 ]
+
+# renamed in issue 31 (kept a while, with a DeprecationWarning)
+__getattr__ = renamed(__name__, {"MemberView": "MemberTransform", "fit_member_views": "fit_member_transforms"})

@@ -37,10 +37,10 @@ from tabzoo.estimators.encoding import OneHotExpander, check_encoding, plan_oneh
 from tabzoo.estimators.ensemble import EnsemblePath, NonFiniteOutputError
 from tabzoo.estimators.members import (
     EnsembleMember,
-    MemberView,
+    MemberTransform,
     category_tables,
     check_transforms,
-    fit_member_views,
+    fit_member_transforms,
     make_members,
 )
 from tabzoo.estimators.options import (
@@ -167,7 +167,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
                                             int(self.n_features_in_), table_cats)
         encoding = check_encoding(getattr(self, "categorical_encoding", "ordinal"))
         self.preprocessor_ = TabularPreprocessor().fit(X, categorical=cats)
-        self.member_views_: list[MemberView] | None = None
+        self.member_views_: list[MemberTransform] | None = None
         self.device_ = str(resolve_device(self.device))
         self.model_ = self._fit_model().to(self.device_).eval()
         self.inference_dtype_: torch.dtype | None = resolve_inference_dtype(
@@ -222,7 +222,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         check_is_fitted(self, "preprocessor_")
         return tuple(j for j, k in enumerate(self.preprocessor_.kinds) if k == CATEGORICAL)
 
-    def _views(self) -> list[MemberView]:
+    def _views(self) -> list[MemberTransform]:
         """Each member's fitted view of the rows (built once from the context, then reused).
 
         Subclasses opt in with the attributes ``shuffle_categories`` (permute category codes per
@@ -231,7 +231,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         views = getattr(self, "member_views_", None)
         if views is None:
             cats = self._view_categoricals()
-            views = fit_member_views(
+            views = fit_member_transforms(
                 self.members_, self.X_context_, categorical=cats, sources=self._category_sources(cats),
                 preprocessor=self.preprocessor_, shuffle_categories=bool(getattr(self, "shuffle_categories", False)),
                 standardize=bool(getattr(self, "standardize_members", False)),

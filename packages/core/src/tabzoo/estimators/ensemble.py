@@ -11,7 +11,8 @@
    ``softmax_temperature`` (:meth:`_stream`);
 5. the members averaged (:func:`~tabzoo.estimators.forward.average_members`); more classes than the
    head through the class tree or error-correcting codes (:meth:`_proba`); optionally local contexts
-   (:mod:`tabzoo.estimators.local`) for large training sets.
+   (:mod:`tabzoo.estimators.local`) for large training sets, or chosen per table on an inner
+   validation split (``context_strategy="select"``, :mod:`tabzoo.train.retrieval`).
 
 A plugin supplies its model (``_load_model``), optionally its :class:`InContextForward`
 (``_context_forward``; default :class:`~tabzoo.estimators.forward.ConcatForward`) and its capabilities as
@@ -50,8 +51,9 @@ __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "MANY_CLASS", "N_CODES", "En
 MANY_CLASS = ("ecoc", "hierarchical")
 #: codes of the error-correcting output code path
 N_CODES = 16
-#: ``context_strategy``: one context for every query, or local contexts (and the two mixed)
-CONTEXT_STRATEGIES = ("auto", "global", "local", "local+global")
+#: ``context_strategy``: one context for every query, local contexts (and the two mixed), or the mix chosen per
+#: table on an inner validation split of the training rows (``"select"``)
+CONTEXT_STRATEGIES = ("auto", "global", "local", "local+global", "select")
 #: ``context_strategy="auto"`` uses local contexts above this many context rows
 AUTO_LOCAL_ROWS = 8192
 
@@ -160,6 +162,7 @@ class EnsemblePath:
         :param y_members: per member, the labels it shows the model ``[n]``.
         """
         cache = getattr(self, "context_cache_", None)
+        keep = getattr(self, "fit_mode", "fit_preprocessors") == "fit_with_cache" or getattr(self, "cache_all_", False)
         key = _key(rows, labels, k, member_ids)
         if cache is not None and key in cache:
             return cache[key]
@@ -180,7 +183,7 @@ class EnsemblePath:
             else:
                 y_m = torch.from_numpy(np.stack(y_members).astype(np.float32)).to(dev)
                 state = hook.encode_context(member_batch(views, contexts, width).to(dev), y_m, w)
-        if getattr(self, "fit_mode", "fit_preprocessors") == "fit_with_cache" and cache is not None:
+        if keep and cache is not None:
             cache[key] = state
         return state
 
@@ -226,19 +229,22 @@ class EnsemblePath:
                 [(y[sub] + s) % k for s, sub in zip(shifts, subsets, strict=True)])
 
     # -- one ensemble ----------------------------------------------------------------------------
+    def _class_weights(self, y: np.ndarray, k: int) -> tuple[np.ndarray | None, torch.Tensor | None]:
+        """``class_balance``: the context rows' weights ``[n]`` (None: all 1) and the log-prior correction ``[k]``
+        (None: no balancing) for labels ``y in 0..k-1``."""
+        strength = self._balance_strength()
+        if strength <= 0:
+            return None, None
+        weights, corr = class_balance(y, k, strength)
+        return (None if np.all(weights == 1.0) else weights), torch.from_numpy(corr)
+
     def _member_proba(self, member_ids: Sequence[int], rows: np.ndarray | None, y: np.ndarray, k: int,
                       x_query: np.ndarray) -> np.ndarray:
         """Ensemble probabilities ``[n_query, k]`` of members ``member_ids`` for labels ``y in 0..k-1`` of the
         context rows ``rows`` (None: all); class shifts per member, averaged as ``average``."""
         shifts = np.array([self.members_[i].class_shift % k for i in member_ids])
         contexts, y_members = self._member_inputs(member_ids, rows, y, shifts, k)
-        strength = self._balance_strength()
-        weights, prior = None, None
-        if strength > 0:
-            weights, corr = class_balance(y, k, strength)
-            prior = torch.from_numpy(corr)
-            if np.all(weights == 1.0):
-                weights = None
+        weights, prior = self._class_weights(y, k)
         state = self._state(member_ids, rows, y, k, contexts, y_members, weights)
         out = np.zeros((x_query.shape[0], k))
         for sl, logits in self._stream(member_ids, state, x_query):
@@ -261,8 +267,9 @@ class EnsemblePath:
             return base if rows is None else base[rows]
 
         if k <= limit:
-            if base is None and getattr(self, "local_", None) is not None:
-                return self._local_proba(ids, y, k, x_query)
+            local = getattr(self, "local_", None)
+            if local is not None and local.serves(base):
+                return self._local_proba(ids, y, k, x_query, base)
             return self._member_proba(ids, at(None), ys, k, x_query)
         if getattr(self, "many_class", "hierarchical") == "ecoc":
             def code(i: int, labels: np.ndarray, kk: int) -> np.ndarray:  # one member per code, cycling
@@ -288,13 +295,14 @@ class EnsemblePath:
 
     # -- local contexts --------------------------------------------------------------------------
     def _strategy(self) -> str:
-        """The resolved context strategy: ``"global"``, ``"local"`` or ``"local+global"``."""
+        """The resolved context strategy: ``"global"``, ``"local"``, ``"local+global"`` or ``"select"``."""
         value = getattr(self, "context_strategy", "global")
         size = getattr(self, "local_size", 2048)
         if value not in CONTEXT_STRATEGIES:
             raise TabzooInputError(
                 f"context_strategy={value!r} is not valid; pass one of {CONTEXT_STRATEGIES} ('local' answers each "
-                "query from the context of its nearest cluster of training rows, for large training sets)."
+                "query from the context of its nearest cluster of training rows, for large training sets; 'select' "
+                "chooses the mix of local and global contexts on an inner validation split of the training rows)."
             )
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 16:
             raise TabzooInputError(f"local_size must be an int >= 16 (rows per local context), got {size!r}.")
@@ -302,17 +310,33 @@ class EnsemblePath:
             return "local+global" if self.X_context_.shape[0] > AUTO_LOCAL_ROWS else "global"
         return str(value)
 
+    def _local_weight(self) -> float:
+        """Weight of the local contexts' log-probabilities against the global context's (1: local only)."""
+        strategy = self._strategy()
+        if strategy == "select":
+            return float((getattr(self, "retrieval_", None) or {}).get("local_weight", 0.0))
+        return 1.0 if strategy == "local" else 0.5
+
     def _fit_local(self) -> None:
-        """Cluster the context rows for local context strategies (deterministic: seed of member 0)."""
+        """Cluster the context rows for local context strategies (deterministic: seed of member 0); with
+        ``"select"``, at the size the inner validation split chose (``retrieval_``), if it chose local contexts."""
         self.local_: LocalContexts | None = None
-        if self._strategy() == "global" or self.X_context_.shape[0] <= int(getattr(self, "local_size", 2048)):
+        strategy = self._strategy()
+        size = int(getattr(self, "local_size", 2048))
+        if strategy == "select":
+            choice = getattr(self, "retrieval_", None) or {}
+            if not choice.get("local_weight"):
+                return
+            size = int(choice["local_size"])
+        if strategy == "global" or self.X_context_.shape[0] <= size:
             return
         y = np.asarray(self.y_context_, dtype=np.float64)
-        self.local_ = fit_local_contexts(self.X_context_, int(getattr(self, "local_size", 2048)),
-                                         seed=int(self.members_[0].seed), labels=y)
+        self.local_ = fit_local_contexts(self.X_context_, size, seed=int(self.members_[0].seed), labels=y)
 
-    def _local_proba(self, ids: list[int], y: np.ndarray, k: int, x_query: np.ndarray) -> np.ndarray:
-        """Each query row answered from the context of its nearest cluster ``[n_query, k]``."""
+    def _local_proba(self, ids: list[int], y: np.ndarray, k: int, x_query: np.ndarray,
+                     base: np.ndarray | None = None) -> np.ndarray:
+        """Each query row answered from the context of its nearest cluster ``[n_query, k]``, mixed with the global
+        context (``base`` rows, None: all) as a weighted geometric mean (weight :meth:`_local_weight`)."""
         local = self.local_
         assert local is not None
         route = local.route(x_query)
@@ -321,8 +345,12 @@ class EnsemblePath:
             q = np.flatnonzero(route == c)
             rows = local.rows[int(c)]
             out[q] = self._member_proba(ids, rows, y[rows], k, x_query[q])
-        if self._strategy() == "local+global":
-            glob = self._member_proba(ids, None, y, k, x_query)
-            out = np.sqrt(np.clip(out, 1e-300, None) * np.clip(glob, 1e-300, None))
+        w = self._local_weight()
+        if w < 1.0:
+            glob = self._member_proba(ids, base, y if base is None else y[base], k, x_query)
+            if w == 0.5:  # the geometric mean, as before weights existed (bit-identical saved outputs)
+                out = np.sqrt(np.clip(out, 1e-300, None) * np.clip(glob, 1e-300, None))
+            else:
+                out = np.exp(w * np.log(np.clip(out, 1e-300, None)) + (1 - w) * np.log(np.clip(glob, 1e-300, None)))
             out /= out.sum(axis=1, keepdims=True)
         return out

@@ -78,11 +78,21 @@ class LocalContexts:
     """Cluster centres and, per centre, the context rows it answers from.
 
     :param centres: ``[K, f]`` float64 centres in the space of the (preprocessed) context rows.
-    :param rows: per centre, the sorted indices ``[m]`` of its context rows.
+    :param rows: per centre, the sorted indices ``[m]`` of its context rows (positions in the estimator's context).
+    :param subset: the context rows the clusters were fitted on (positions, sorted), or None: all of them. A
+        prediction reads these local contexts only when it reads from exactly that subset (an inner split's
+        training rows while the context strategy is chosen, all rows afterwards).
     """
 
     centres: np.ndarray
     rows: list[np.ndarray]
+    subset: np.ndarray | None = None
+
+    def serves(self, context_rows: np.ndarray | None) -> bool:
+        """Whether a prediction read from ``context_rows`` (None: all) uses these local contexts."""
+        if self.subset is None or context_rows is None:
+            return self.subset is None and context_rows is None
+        return bool(np.array_equal(self.subset, context_rows))
 
     def route(self, x_query: np.ndarray) -> np.ndarray:
         """``[n_query]`` index of the nearest centre of each query row (ties: the lower index)."""
@@ -90,7 +100,7 @@ class LocalContexts:
 
 
 def fit_local_contexts(x_context: np.ndarray, size: int, seed: int, overlap: float = 1.5,
-                       labels: np.ndarray | None = None) -> LocalContexts:
+                       labels: np.ndarray | None = None, subset: np.ndarray | None = None) -> LocalContexts:
     """Cluster the context rows into ``ceil(n / size)`` groups; each centre's context is the
     ``min(n, round(overlap * size))`` rows nearest to it.
 
@@ -100,7 +110,14 @@ def fit_local_contexts(x_context: np.ndarray, size: int, seed: int, overlap: flo
     :param overlap: context rows per centre as a multiple of ``size`` (>= 1; neighbouring contexts overlap).
     :param labels: ``[n]`` numeric labels of the rows, used only to break ties between identical rows, so the
         chosen rows do not depend on the order of the context.
+    :param subset: cluster only these rows of ``x_context`` (sorted positions; ``labels`` stays full-length); the
+        contexts' ``rows`` are positions in ``x_context`` either way.
     """
+    if subset is not None:
+        subset = np.sort(np.asarray(subset, dtype=np.int64))
+        inner = fit_local_contexts(np.asarray(x_context)[subset], size, seed, overlap,
+                                   None if labels is None else np.asarray(labels)[subset])
+        return LocalContexts(inner.centres, [subset[r] for r in inner.rows], subset)
     x = np.asarray(x_context, dtype=np.float64)
     n = x.shape[0]
     if size < 1 or not overlap >= 1:

@@ -2,8 +2,9 @@
 
 An in-context ensemble shows the model the same table several times, each time a little
 differently, and averages the outputs. :func:`tabzoo.estimators.make_members` decides *what* each
-member sees (feature order or subset, class shift, feature transform, a seed); :class:`MemberView`
-is that decision fitted on the context rows and applied to any rows:
+member sees (feature order or subset, class shift, feature transform, a seed: an
+:class:`EnsembleMember`); its :class:`MemberTransform` (``MemberView`` before issue 31) is that decision
+fitted on the context rows and applied to any rows, giving the member's *view* of them:
 
 1. **feature transform** (:class:`FeatureTransform`), fitted on the context rows only:
    ``"none"``, ``"power"`` (Yeo-Johnson, lambda per column by maximum likelihood over a grid, then
@@ -29,21 +30,24 @@ from typing import Any
 
 import numpy as np
 
+from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.preprocessing import soft_clip
 
 __all__ = [
     "TRANSFORMS",
     "FeatureTransform",
-    "MemberView",
+    "MemberTransform",
     "balanced_subsets",
     "category_tables",
     "check_transforms",
-    "fit_member_views",
+    "fit_member_transforms",
     "EnsembleMember",
     "make_members",
     "member_seed",
 ]
+# issue 31: one member, two names read as two things; the fitted per-member transform is a MemberTransform
+__getattr__ = renamed(__name__, {"MemberView": "MemberTransform", "fit_member_views": "fit_member_transforms"})
 
 TRANSFORMS = ("none", "power", "quantile")
 _LAMBDAS = np.linspace(-2.0, 3.0, 51)
@@ -168,7 +172,7 @@ def category_tables(preprocessor: Any, columns: Sequence[int]) -> dict[int, np.n
     return tables
 
 
-class MemberView:
+class MemberTransform:
     """One member's view of the rows: transform, category shuffle, feature selection, standardise.
 
     :param features: feature indices of the member (order matters).
@@ -191,7 +195,7 @@ class MemberView:
         self.shuffle_categories = bool(shuffle_categories)
         self.standardize = bool(standardize)
 
-    def fit(self, x_context: np.ndarray) -> MemberView:
+    def fit(self, x_context: np.ndarray) -> MemberTransform:
         """Fit the transform (and standardisation) on the context rows ``[n, f]``."""
         rng = np.random.default_rng(self.seed)
         self.perms_: dict[int, np.ndarray] = {}
@@ -232,10 +236,10 @@ class MemberView:
         return np.ascontiguousarray(v, dtype=np.float32)
 
 
-def fit_member_views(members: Sequence[Any], x_context: np.ndarray, *, categorical: Sequence[int] = (),
+def fit_member_transforms(members: Sequence[Any], x_context: np.ndarray, *, categorical: Sequence[int] = (),
                      preprocessor: Any = None, shuffle_categories: bool = True,
-                     standardize: bool = False, sources: Sequence[int] | None = None) -> list[MemberView]:
-    """A fitted :class:`MemberView` per :class:`~tabzoo.estimators.EnsembleMember`.
+                     standardize: bool = False, sources: Sequence[int] | None = None) -> list[MemberTransform]:
+    """A fitted :class:`MemberTransform` per :class:`~tabzoo.estimators.EnsembleMember`.
 
     :param members: the ensemble members (``features``, ``transform``, ``seed``).
     :param x_context: ``[n_context, f]`` preprocessed context rows.
@@ -248,11 +252,11 @@ def fit_member_views(members: Sequence[Any], x_context: np.ndarray, *, categoric
     cats = [int(c) for c in categorical]
     src = cats if sources is None else [int(c) for c in sources]
     if len(src) != len(cats):
-        raise TabzooInputError(f"fit_member_views: {len(src)} sources for {len(cats)} categorical columns.")
+        raise TabzooInputError(f"fit_member_transforms: {len(src)} sources for {len(cats)} categorical columns.")
     by_source = category_tables(preprocessor, sorted(set(src))) if (preprocessor is not None and cats) else {}
     tables = {c: by_source[s] for c, s in zip(cats, src, strict=True)} if by_source else {}
     return [
-        MemberView(m.features, getattr(m, "transform", "none"), getattr(m, "seed", i), cats, tables,
+        MemberTransform(m.features, getattr(m, "transform", "none"), getattr(m, "seed", i), cats, tables,
                    shuffle_categories and bool(tables) and i > 0, standardize).fit(x_context)
         for i, m in enumerate(members)
     ]

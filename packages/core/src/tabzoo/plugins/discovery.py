@@ -6,9 +6,13 @@ process-wide registry imports any plugin, a child process (:mod:`tabzoo.plugins.
 every entry point in turn, reporting each start and end on its stdout:
 
 * a child that dies while loading plugin ``X`` (``os._exit``, a signal, a crash) marks ``X``
-  *killed*; one that reports nothing for ``TABZOO_PLUGIN_TIMEOUT`` seconds (default 300) while
-  loading ``X`` is killed and marks ``X`` *hung*. A new child then loads the others, with ``X``
+  *killed*; one that makes no progress while loading ``X`` is killed and marks ``X`` *hung*:
+  judged by its CPU time (:mod:`tabzoo.plugins.progress`), so a slow import on an overloaded
+  machine is not a hang: ``TABZOO_PLUGIN_TIMEOUT`` (default 300) wall-clock seconds with almost no
+  CPU used, or that many CPU-seconds used, within one plugin. A new child then loads the others, with ``X``
   recorded as an import failure; the command's process never imports ``X``.
+* a plugin whose loading replaced core callables (:mod:`tabzoo.plugins.patches`) is listed as
+  failed (``PluginPatchesCore: patches core: <names>``) and excluded the same way.
 * the last child also returns the listing of ``tabzoo plugins`` (:func:`describe`).
 
 The result is cached as JSON in ``$TABZOO_CACHE_DIR`` (default ``$XDG_CACHE_HOME/tabzoo`` or
@@ -38,6 +42,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from tabzoo.plugins.progress import Watch
 
 logger = logging.getLogger(__name__)
 
@@ -126,9 +132,14 @@ def _read_cache(key: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("key") == key else None
 
 
+KEEP = 8
+"""Cache entries kept (the newest): environments that alternate (a virtual environment and a
+test's extra ``sys.path``, two allow-lists) would otherwise re-discover on every switch."""
+
+
 def _write_cache(key: str, data: dict[str, Any]) -> None:
-    """Write the cache atomically (temporary file, fsync, rename) and drop older entries; a cache
-    folder that cannot be written only costs speed."""
+    """Write the cache atomically (temporary file, fsync, rename) and drop all but the :data:`KEEP`
+    newest entries; a cache folder that cannot be written only costs speed."""
     target = _cache_file(key)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -142,16 +153,18 @@ def _write_cache(key: str, data: dict[str, Any]) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        for old in target.parent.glob("plugins-*.json"):
-            if old != target:
-                old.unlink(missing_ok=True)
+        older = sorted((f for f in target.parent.glob("plugins-*.json") if f != target),
+                       key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for old in older[KEEP - 1:]:
+            old.unlink(missing_ok=True)
     except OSError as exc:
         logger.debug("plugin discovery cache not written to %s: %s", target, exc)
 
 
 def _run_child(excluded: dict[str, str], timeout: float) -> tuple[str, Any]:
-    """Run one child; ``("done", listing)``, or ``("killed" | "hung", plugin name)``, or
-    ``("failed", reason)`` when the child broke outside any plugin."""
+    """Run one child; ``("done", listing)``, or ``("killed", (plugin, status))``, or ``("hung",
+    (plugin, how))`` (:mod:`tabzoo.plugins.progress`), or ``("failed", reason)`` when the child broke
+    outside any plugin."""
     env = {**os.environ, PROBE_ENV: "0", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     cmd = [sys.executable, "-m", "tabzoo.plugins.probe", json.dumps(excluded)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -159,17 +172,17 @@ def _run_child(excluded: dict[str, str], timeout: float) -> tuple[str, Any]:
     assert proc.stdout is not None
     current: str | None = None
     buffer = b""
-    deadline = time.monotonic() + timeout
+    watch = Watch(proc.pid, timeout)
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         try:
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                hung = watch.check()
+                if hung:
                     proc.kill()
                     proc.wait()
-                    return ("hung", current) if current else ("failed", f"no answer in {timeout:g} s")
-                if not sel.select(left):
+                    return ("hung", (current, hung)) if current else ("failed", f"no answer ({hung}, {timeout:g} s)")
+                if not sel.select(watch.poll_interval()):
                     continue
                 chunk = os.read(proc.stdout.fileno(), 65536)
                 if not chunk:
@@ -181,10 +194,9 @@ def _run_child(excluded: dict[str, str], timeout: float) -> tuple[str, Any]:
                     if not line.startswith(MARK):
                         continue
                     tag, _, rest = line[len(MARK):].partition("\t")
-                    if tag == "start":
-                        current, deadline = rest, time.monotonic() + timeout
-                    elif tag == "done":
-                        current, deadline = None, time.monotonic() + timeout
+                    if tag in ("start", "done"):
+                        current = rest if tag == "start" else None
+                        watch.restart()
                     elif tag == "listing":
                         proc.wait()
                         return "done", json.loads(rest)
@@ -208,10 +220,17 @@ def probe() -> dict[str, Any] | None:
             logger.debug("plugin discovery child failed: %s", exc)
             return None
         if outcome == "done":
-            return {"excluded": excluded, "listing": value, "created": time.time()}
+            patched = _patchers(value)
+            if not patched or set(patched) <= set(excluded):
+                return {"excluded": excluded, "listing": value, "created": time.time()}
+            excluded.update(patched)  # never imported in the command's process; listed as failed
+            continue
         if outcome == "hung":
-            excluded[value] = (f"PluginHang: its import or registration did not finish within {timeout:g} s, so "
-                               f"tabzoo does not load it (raise {TIMEOUT_ENV} if it is only slow)")
+            name, how = value
+            what = (f"used {timeout:g} CPU-seconds without finishing" if how == "spinning" else
+                    f"made no progress for {timeout:g} s (it used almost no CPU: sleeping or blocked)")
+            excluded[name] = (f"PluginHang: its import or registration {what}, so tabzoo does not load it "
+                              f"(raise {TIMEOUT_ENV}, now {timeout:g}, if it is only slow)")
         elif outcome == "killed":
             name, code = value
             excluded[name] = (f"PluginKilledProcess: its import or registration ended the process (exit status "
@@ -220,6 +239,12 @@ def probe() -> dict[str, Any] | None:
             logger.debug("plugin discovery child failed: %s", value)
             return None
     return None
+
+
+def _patchers(listing: dict[str, Any]) -> dict[str, str]:
+    """Plugins whose loading in the child replaced core callables (:mod:`tabzoo.plugins.patches`)."""
+    return {p["name"]: next(f["error"] for f in p["failures"] if f["stage"] == "patch")
+            for p in listing.get("plugins", []) if any(f["stage"] == "patch" for f in p["failures"])}
 
 
 _memo: dict[str, dict[str, Any] | None] = {}

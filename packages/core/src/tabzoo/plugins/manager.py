@@ -40,12 +40,13 @@ from typing import Any
 import pluggy
 
 from tabzoo.errors import AmbiguousPluginError, PluginBuildError, PluginLoadError, TabzooInputError
-from tabzoo.plugins import hookspecs
+from tabzoo.plugins import hookspecs, patches
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord
 from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, CommandSpec, DemoSpec, PriorSpec
 
 logger = logging.getLogger(__name__)
 GROUP = "tabzoo"
+PATCH_ERROR = "PluginPatchesCore"
 CORE = "tabzoo-core"
 
 __all__ = ["CORE", "GROUP", "CaseFailure", "PluginFailure", "PluginRecord", "PluginRegistry",
@@ -151,15 +152,47 @@ class PluginRegistry:
                 progress("done", ep.name)
 
     def _load_one(self, ep: metadata.EntryPoint, record: PluginRecord) -> None:
+        before = patches.snapshot()
         try:
-            module = ep.load()
-        except _StrictAbort:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
-            _pass_interrupt(exc)
-            self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
+            try:
+                module = ep.load()
+            except _StrictAbort:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a broken plugin must not break tabzoo
+                _pass_interrupt(exc)
+                self._fail(record, PluginFailure("import", _exc_text(exc)), exc)
+                return
+            self.add_plugin(module, record)
+        finally:
+            self._check_patches(ep, record, before)
+
+    def _check_patches(self, ep: metadata.EntryPoint, record: PluginRecord, before: patches.Snapshot) -> None:
+        """A plugin that replaced core callables while loading fails: the originals are put back,
+        its registrations are withdrawn, and it is listed as ``patches core: <names>``."""
+        found = patches.changes(before, patches.snapshot(), ep.value.split(":")[0].split(".")[0].strip())
+        if not found:
             return
-        self.add_plugin(module, record)
+        patches.restore(found)
+        self._withdraw(record)
+        self._fail(record, PluginFailure("patch", f"{PATCH_ERROR}: patches core: {patches.describe_changes(found)}; tabzoo does not "
+                                                  "load it (a plugin adds models through its hooks and must not "
+                                                  "change tabzoo itself)"), None)
+
+    def _withdraw(self, record: PluginRecord) -> None:
+        """Remove everything ``record`` registered and unregister it from pluggy."""
+        for kind, names in record.provides.items():
+            for key in names:
+                entry = self.items[kind].get(key)
+                if entry is not None and entry.record is record:
+                    del self.items[kind][key]
+                    if kind == "kernel_backends":
+                        self._unregister_backend(entry.obj)
+        record.provides.clear()
+        record.loaded = False
+        try:
+            self.pm.unregister(name=f"{record.distribution}:{record.name}")
+        except (ValueError, KeyError, AssertionError):
+            pass
 
     def add_plugin(self, module: ModuleType | object, record: PluginRecord) -> None:
         """Register an already imported plugin object and run its hooks, each under its own guard."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-STAGES = ("import", "register", "hook", "validate", "conflict", "case", "build")
+STAGES = ("import", "register", "hook", "validate", "conflict", "case", "build", "patch")
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class PluginFailure:
         (pluggy refused the module), ``hook`` (a hook raised), ``validate`` (``register()`` got a
         wrong type or an invalid object), ``conflict`` (a name another distribution also
         registers), ``case`` (a conformance-case factory raised), ``build`` (an architecture's
-        ``build`` raised).
+        ``build`` raised), ``patch`` (its loading replaced core callables, :mod:`tabzoo.plugins.patches`).
     :param error: ``"ExceptionType: message"``.
     :param hook: the hook that was running, if any.
     :param kind: ``architectures``, ``kernel_backends``, ``priors``, ``conformance_cases``, ``commands`` or ``demos``.
@@ -63,7 +63,7 @@ class PluginRecord:
             message = f"import failed: {failure.error}"
         elif failure.stage == "register":
             message = f"registration failed: {failure.error}"
-        elif failure.stage == "conflict":
+        elif failure.stage in ("conflict", "patch"):
             message = failure.error
         elif failure.stage == "hook":
             message = f"{failure.hook} failed: {failure.error}"

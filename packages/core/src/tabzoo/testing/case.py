@@ -120,6 +120,12 @@ class ConformanceCase:
     :param make_database: relational only: ``make_database(seed) -> (db, seeds)``.
     :param target: relational only: ``(table, column)`` the model predicts.
     :param horizon: relational only: a label at time ``t`` is available from ``t + horizon``.
+    :param column_horizons: relational only: ``{column of the target's table: seconds}``, the
+        other outcome columns of that table (e.g. derived from the target: a ``delayed`` flag next
+        to ``dep_delay``) and when each becomes available after its row's time. The time-causality
+        check perturbs each within its own horizon (like the target) and places boundary rows one
+        second inside it. Without ``make_database`` the kit's toy database declares its derived
+        ``delayed`` column at ``horizon`` unless given here.
     :param dtype: ``"float32"`` (default), ``"bfloat16"``, ...: the dtype of generated inputs.
     :param tol_scale: multiplies the dtype tolerances of :data:`TOLERANCES`; at most
         :data:`MAX_TOL_SCALE`. Results report the effective tolerance.
@@ -172,6 +178,7 @@ class ConformanceCase:
     make_database: Callable[[int], tuple[Any, list[tuple[str, Any, Any]]]] | None = None
     target: tuple[str, str] | None = None
     horizon: float = 0.0
+    column_horizons: Mapping[str, float] = field(default_factory=dict)
     dtype: str = "float32"
     tol_scale: float = 1.0
     device: str = "cpu"
@@ -219,6 +226,20 @@ class ConformanceCase:
                     "reason your model cannot have it."
                 )
         self._check_sizes()
+        self._check_horizons()
+
+    def _check_horizons(self) -> None:
+        """``column_horizons``: relational only, finite seconds >= 0, never the target column."""
+        horizons = dict(self.column_horizons)
+        target_column = self.target[1] if self.target else None
+        for column, h in horizons.items():
+            ok = isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h >= 0
+            if self.protocol != "relational" or not isinstance(column, str) or column == target_column or not ok:
+                raise TabzooInputError(
+                    f"case {self.name!r}: column_horizons needs the relational protocol and {{column: seconds >= 0}} "
+                    f"for columns other than the target {target_column!r} (its horizon is `horizon`); got "
+                    f"{column!r}: {h!r} on the {self.protocol!r} protocol.")
+        object.__setattr__(self, "column_horizons", {c: float(h) for c, h in sorted(horizons.items())})
 
     def _check_reasons(self, what: str, why: str) -> None:
         """Every entry of ``self.<what>`` is ``{known check: a reason of at least one sentence}``."""

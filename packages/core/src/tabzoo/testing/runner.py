@@ -247,7 +247,11 @@ def replay(case: ConformanceCase, spec: str | Mapping[str, Any]) -> CheckResult:
     if check not in cap.PROPERTIES:
         raise TabzooInputError(f"the replay spec names check {check!r}; it must be one of {list(cap.PROPERTIES)} "
                                "(copy the 'replay' JSON of a failed result whole).")
-    return run_check(case, check, seed=int(data.get("model_seed", 0)), replay=data)
+    seed = data.get("model_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TabzooInputError(f"the replay spec's model_seed must be a whole number, got {seed!r} (copy the "
+                               "'replay' JSON of a failed result whole).")
+    return run_check(case, check, seed=seed, replay=data)
 
 
 CORE_CASE = "core_kernels"

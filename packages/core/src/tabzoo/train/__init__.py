@@ -8,7 +8,8 @@
 * :class:`FineTuneMixin` (:mod:`tabzoo.train.finetune`): ``fine_tune=`` of the in-context estimators,
   their pretrained weights fine-tuned on the user's table through :func:`fit`.
 
-Public names: :func:`pretrain`, :class:`TrainConfig`, :class:`TrainResult`,
+Public names: :func:`pretrain`, :class:`PretrainConfig`, :class:`PretrainResult` (``TrainConfig`` and
+``TrainResult`` before; deprecated aliases),
 :func:`episode_loss`, :func:`model_inputs`, :func:`batch_seed`, :class:`WarmupCosine`,
 :func:`load_history`, :func:`load_latest`; :func:`fit`, :class:`FitConfig`, :class:`FitTask`,
 :class:`FitResult`, :class:`Evaluation`.
@@ -16,10 +17,11 @@ Public names: :func:`pretrain`, :class:`TrainConfig`, :class:`TrainResult`,
 
 from __future__ import annotations
 
-from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.deprecation import renamed
+from tabzoo.train.config import PretrainConfig, WarmupCosine, batch_seed
 from tabzoo.train.finetune import FineTune, FineTuneMixin
 from tabzoo.train.fit import Evaluation, FitConfig, FitResult, FitTask, fit
-from tabzoo.train.loop import TrainResult, episode_loss, model_inputs, pretrain
+from tabzoo.train.loop import PretrainResult, episode_loss, model_inputs, pretrain
 from tabzoo.train.state import load_history, load_latest
 
 __all__ = [
@@ -29,8 +31,8 @@ __all__ = [
     "FitConfig",
     "FitResult",
     "FitTask",
-    "TrainConfig",
-    "TrainResult",
+    "PretrainConfig",
+    "PretrainResult",
     "WarmupCosine",
     "batch_seed",
     "episode_loss",
@@ -40,3 +42,6 @@ __all__ = [
     "model_inputs",
     "pretrain",
 ]
+
+# renamed in issue 31 ("config" and "train" meant several things): kept a while, with a DeprecationWarning
+__getattr__ = renamed(__name__, {"TrainConfig": "PretrainConfig", "TrainResult": "PretrainResult"})

@@ -8,16 +8,18 @@ from typing import Any
 
 import numpy as np
 
+from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["TrainConfig", "WarmupCosine", "batch_seed"]
+__all__ = ["PretrainConfig", "WarmupCosine", "batch_seed"]
+__getattr__ = renamed(__name__, {"TrainConfig": "PretrainConfig"})  # issue 31: the pretraining config
 
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 AUTO_WORKERS_MIN_STEPS = 16  # below this many steps a worker's start-up (a few seconds) does not pay
 
 
 @dataclass
-class TrainConfig:
+class PretrainConfig:
     """Everything that defines a pretraining run (stored in every checkpoint).
 
     :param steps: optimizer steps.
@@ -109,7 +111,7 @@ class TrainConfig:
             raise TabzooInputError(f"stop_after must be >= 1 (or None), got {self.stop_after}.")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+    def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
         """Build from a dict, refusing unknown keys (with the list of known ones)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)

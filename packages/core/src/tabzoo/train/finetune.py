@@ -44,7 +44,9 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.forward import class_log_proba, member_batch
+from tabzoo.params import check_params
 from tabzoo.train.fit import FitConfig, fit
+from tabzoo.train.retrieval import select_context
 
 __all__ = ["FineTune", "FineTuneMixin", "resolve_fine_tune"]
 
@@ -81,17 +83,9 @@ class FineTune:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("steps", "context_size", "query_size", "max_validation_rows", "eval_every", "patience",
-                     "min_rows"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise TabzooInputError(f"FineTune.{name}={value!r} must be an int >= 1.")
-        if not (isinstance(self.lr, int | float) and np.isfinite(self.lr) and self.lr > 0):
-            raise TabzooInputError(f"FineTune.lr={self.lr!r} must be a number > 0 (default 1e-3).")
-        if not (isinstance(self.validation_fraction, int | float) and 0 < self.validation_fraction < 1):
-            raise TabzooInputError(f"FineTune.validation_fraction={self.validation_fraction!r} must lie in (0, 1).")
-        if not (isinstance(self.clip_norm, int | float) and self.clip_norm > 0):
-            raise TabzooInputError(f"FineTune.clip_norm={self.clip_norm!r} must be a number > 0.")
+        check_params(self, positive_int=("steps", "context_size", "query_size", "max_validation_rows", "eval_every",
+                                         "patience", "min_rows"),
+                     positive=("lr", "clip_norm"), open_unit=("validation_fraction",))
 
 
 def resolve_fine_tune(value: Any) -> FineTune | None:
@@ -213,12 +207,24 @@ class FineTuneMixin:
     def _after_fit(self) -> None:
         cfg = resolve_fine_tune(getattr(self, "fine_tune", None))
         self.fine_tune_: dict[str, Any] | None = None
-        if cfg is None:
-            super()._after_fit()  # type: ignore[misc]
-            return
-        self._views()  # type: ignore[attr-defined]
-        self.fine_tune_ = self._run_fine_tune(cfg)
+        self.local_ = None  # a previous fit's local contexts are never read while tuning or choosing
+        self.retrieval_: dict[str, Any] | None = None
+        if cfg is not None:
+            self._views()  # type: ignore[attr-defined]
+            self.fine_tune_ = self._run_fine_tune(cfg)
+        if self._strategy() == "select":  # type: ignore[attr-defined]
+            self._views()  # type: ignore[attr-defined]
+            self.retrieval_ = select_context(self, *self._inner_split(cfg or FineTune(progress=False)))
         super()._after_fit()  # type: ignore[misc]
+
+    def _inner_split(self, cfg: FineTune) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Fine-tuning's inner ``(training, validation)`` rows of the context (None, None: too few rows)."""
+        y, _ = self._fine_tune_targets(0)
+        order = _canonical_order(self.X_context_, y, int(self.members_[0].seed))  # type: ignore[attr-defined]
+        train_rows, val_rows = _split(order, y, cfg)
+        if val_rows.size == 0 or train_rows.size < 4:
+            return None, None
+        return train_rows, val_rows
 
     def _skip(self, reason: str) -> dict[str, Any]:
         logger.info("%s: no fine-tuning: %s", type(self).__name__, reason)
@@ -233,9 +239,8 @@ class FineTuneMixin:
         if k < 2 or (limit is not None and k > limit):
             return self._skip(f"{k} classes (the head takes 2..{limit}; beyond it the class tree / codes are used)")
         seed = int(self.members_[0].seed)  # type: ignore[attr-defined]
-        order = _canonical_order(self.X_context_, y, seed)  # type: ignore[attr-defined]
-        train_rows, val_rows = _split(order, y, cfg)
-        if val_rows.size == 0 or train_rows.size < 4:
+        train_rows, val_rows = self._inner_split(cfg)
+        if train_rows is None or val_rows is None:
             return self._skip("too few rows per class for an inner validation split")
         original = self.model_  # type: ignore[has-type]
         cache = getattr(self, "context_cache_", None)
@@ -271,9 +276,11 @@ class FineTuneMixin:
     # -- saved state --------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:
         record = getattr(self, "fine_tune_", None)
-        return super()._extra_state() | {"fine_tune": record}  # type: ignore[misc]
+        return super()._extra_state() | {"fine_tune": record,  # type: ignore[misc]
+                                         "retrieval": getattr(self, "retrieval_", None)}
 
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)  # type: ignore[misc]
         self.fine_tune_ = state.get("fine_tune")
+        self.retrieval_ = state.get("retrieval")  # before the core's load clusters the local contexts
 

@@ -6,7 +6,7 @@ so a step is a pure function of the weights, the optimizer state and ``(seed, st
 from a checkpoint therefore reproduces the uninterrupted loss curve, and a run on ``W``
 processes computes the same updates as one process over the same global batch.
 
-Prefetching (``TrainConfig.workers``): background processes draw those same batches ahead of the
+Prefetching (``PretrainConfig.workers``): background processes draw those same batches ahead of the
 step (:mod:`tabzoo.train.prefetch`), so prior generation overlaps training; the batches, and so the
 run, are identical with and without it.
 
@@ -29,10 +29,11 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels.hardware import cpu_has_fast_bf16
 from tabzoo.train import dist as tzdist
-from tabzoo.train.config import TrainConfig, WarmupCosine, batch_seed
+from tabzoo.train.config import PretrainConfig, WarmupCosine, batch_seed
 from tabzoo.train.lock import LOCK
 from tabzoo.train.prefetch import open_batch_source
 from tabzoo.train.state import (
@@ -47,11 +48,12 @@ from tabzoo.train.state import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TrainResult", "episode_loss", "model_inputs", "pretrain"]
+__all__ = ["PretrainResult", "episode_loss", "model_inputs", "pretrain"]
+__getattr__ = renamed(__name__, {"TrainResult": "PretrainResult"})  # issue 31: what pretrain returns
 
 
 @dataclass
-class TrainResult:
+class PretrainResult:
     """What :func:`pretrain` returns (on every rank)."""
 
     model: torch.nn.Module
@@ -119,7 +121,7 @@ def episode_loss(model: torch.nn.Module, logits: torch.Tensor, batch: Any) -> to
     return ce.sum() / rows.sum().clamp_min(1)
 
 
-def _resolve_model(model: Any, cfg: TrainConfig, registry: Any) -> tuple[torch.nn.Module, str, dict[str, Any]]:
+def _resolve_model(model: Any, cfg: PretrainConfig, registry: Any) -> tuple[torch.nn.Module, str, dict[str, Any]]:
     if isinstance(model, torch.nn.Module):
         return model, str(getattr(model, "architecture", type(model).__name__)), dict(getattr(model, "config", {}) or {})
     from tabzoo.plugins import ArchitectureSpec, get_registry
@@ -130,7 +132,7 @@ def _resolve_model(model: Any, cfg: TrainConfig, registry: Any) -> tuple[torch.n
     return spec.create(cfg.model_config), spec.name, config
 
 
-def _resolve_prior(prior: Any, cfg: TrainConfig, registry: Any) -> tuple[Any, str]:
+def _resolve_prior(prior: Any, cfg: PretrainConfig, registry: Any) -> tuple[Any, str]:
     if isinstance(prior, str):
         from tabzoo.plugins import get_registry
 
@@ -165,7 +167,7 @@ def _amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
     return torch.bfloat16, False
 
 
-def _device(cfg: TrainConfig, info: tzdist.DistInfo) -> torch.device:
+def _device(cfg: PretrainConfig, info: tzdist.DistInfo) -> torch.device:
     if cfg.device == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda", info.local_rank)
@@ -187,12 +189,12 @@ def pretrain(
     prior: Any,
     *,
     out: str | Path | None = None,
-    config: TrainConfig | None = None,
+    config: PretrainConfig | None = None,
     resume: bool = False,
     overwrite: bool = False,
     registry: Any = None,
     **overrides: Any,
-) -> TrainResult:
+) -> PretrainResult:
     """Pretrain an in-context model on a prior.
 
     :param model: a registered architecture name, an ``ArchitectureSpec`` or an ``nn.Module``
@@ -200,13 +202,13 @@ def pretrain(
     :param prior: a registered prior name, a ``PriorSpec``, or an object with
         ``sample(batch_size, *, seed, device) -> EpisodeBatch``.
     :param out: output folder for checkpoints (``None`` = no checkpoints, no resume).
-    :param config: a :class:`TrainConfig`; keyword ``overrides`` replace its fields.
+    :param config: a :class:`PretrainConfig`; keyword ``overrides`` replace its fields.
     :param resume: continue from ``out/latest.json`` when it exists (else start at step 0).
     :param overwrite: start afresh in an ``out`` that already holds a run, replacing it. Without
         ``resume`` or ``overwrite``, an ``out`` that is not empty is refused: a run is never lost.
     :param registry: a ``PluginRegistry`` to resolve names (default: the process-wide one).
     """
-    cfg = TrainConfig.from_dict({**(config.to_dict() if config else {}), **overrides})
+    cfg = PretrainConfig.from_dict({**(config.to_dict() if config else {}), **overrides})
     if resume and overwrite:
         raise TabzooInputError("resume=True and overwrite=True contradict each other: pass one of them.")
     if out is not None and not resume and not overwrite:
@@ -222,7 +224,7 @@ def pretrain(
 
 
 class _Run:
-    def __init__(self, model: Any, prior: Any, cfg: TrainConfig, out: str | Path | None, registry: Any,
+    def __init__(self, model: Any, prior: Any, cfg: PretrainConfig, out: str | Path | None, registry: Any,
                  info: tzdist.DistInfo) -> None:
         self.cfg, self.info = cfg, info
         self.device = _device(cfg, info)
@@ -405,7 +407,7 @@ class _Run:
         self.sched.step()
         return tzdist.all_reduce_mean(local, info.world_size, self.device)
 
-    def run(self, resume: bool) -> TrainResult:
+    def run(self, resume: bool) -> PretrainResult:
         cfg = self.cfg
         if resume:
             self._restore()
@@ -454,5 +456,5 @@ class _Run:
             import torch.distributed as dist
 
             dist.barrier()
-        return TrainResult(self.model, list(self.losses), self.step, self.step * cfg.batch_size, wall, self.out, start,
+        return PretrainResult(self.model, list(self.losses), self.step, self.step * cfg.batch_size, wall, self.out, start,
                            step_seconds, n_workers, stolen)

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from tabzoo.errors import TabzooInputError
-from tabzoo.train.config import AUTO_WORKERS_MIN_STEPS, TrainConfig, batch_seed
+from tabzoo.train.config import AUTO_WORKERS_MIN_STEPS, PretrainConfig, batch_seed
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +103,8 @@ def prior_is_picklable(prior: Any) -> tuple[bool, str]:
     return True, ""
 
 
-def resolve_workers(prior: Any, prior_name: str, cfg: TrainConfig, device: torch.device, start: int) -> int:
-    """The number of prefetch workers for a run resumed at ``start`` (see ``TrainConfig.workers``)."""
+def resolve_workers(prior: Any, prior_name: str, cfg: PretrainConfig, device: torch.device, start: int) -> int:
+    """The number of prefetch workers for a run resumed at ``start`` (see ``PretrainConfig.workers``)."""
     want, left = cfg.workers, cfg.steps - start
     if left <= 0:
         return 0
@@ -132,7 +132,7 @@ def resolve_workers(prior: Any, prior_name: str, cfg: TrainConfig, device: torch
     return 1
 
 
-def open_batch_source(prior: Any, prior_name: str, cfg: TrainConfig, device: torch.device, *, start: int,
+def open_batch_source(prior: Any, prior_name: str, cfg: PretrainConfig, device: torch.device, *, start: int,
                       draws: Sequence[int], draw_size: int) -> InProcessSource | PrefetchSource:
     """The batches of steps ``start..cfg.steps`` (draws ``draws`` of each): prefetched by
     :func:`resolve_workers` workers, or drawn in-process. Close it when done."""

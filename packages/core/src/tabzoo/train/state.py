@@ -48,7 +48,7 @@ __all__ = [
 
 LATEST = "latest.json"
 INTEGRITY = "integrity_sha256"
-# TrainConfig fields a resumed run must share with the saved one: they define the model and the
+# PretrainConfig fields a resumed run must share with the saved one: they define the model and the
 # batches. The schedule, freeze list, weight decay, devices and workers may change on resume.
 RESUME_FIXED = ("batch_size", "seed", "model_config", "prior_config")
 
@@ -168,7 +168,7 @@ def check_resume(state: dict[str, Any], *, prior: str, config: dict[str, Any]) -
     """Refuse to resume ``state`` with another prior or another model/batch config, naming each difference.
 
     :param prior: the prior name of the run being started.
-    :param config: its ``TrainConfig.to_dict()``.
+    :param config: its ``PretrainConfig.to_dict()``.
     :raises TabzooInputError: listing what differs (saved -> now) and the fix.
     """
     saved_cfg = state.get("config") or {}

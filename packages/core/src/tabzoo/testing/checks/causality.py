@@ -8,17 +8,22 @@ from ``s + h``), :func:`perturb_after` changes everything a causal model must no
   swapped for another category of the column, booleans flipped, strings changed, other datetimes
   moved by their spread);
 * the time of those rows, moved to other times after ``t`` (one second after it included);
-* the target of rows whose label is not yet available (``s + h > t``) and of the seed row;
+* the target of rows whose label is not yet available (``s + h > t``) and of the seed row, and
+  likewise every other outcome column of the target's table declared with its own horizon
+  (``column_horizons``: a ``delayed`` flag derived from ``dep_delay`` hidden for two days);
 * boundary rows (:func:`with_boundary_rows`): copies of existing rows placed exactly at ``t``
-  (ties), one second after ``t``, and one second inside the horizon (``t - h + 1 s``), whose
+  (ties), one second after ``t``, and one second inside each horizon (``t - h + 1 s``), whose
   future content and unavailable labels are perturbed the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from tabzoo.errors import TabzooInputError
 
 SECOND = np.timedelta64(1, "s")
 
@@ -70,17 +75,27 @@ def changed(values: np.ndarray, ctype: str, rows: np.ndarray, rng: np.random.Gen
     return out
 
 
+def outcome_horizons(horizon_s: float, target: tuple[str, str],
+                     column_horizons: Mapping[str, float] | None = None) -> dict[str, float]:
+    """``{outcome column of the target's table: seconds until it is available}``: the target at
+    ``horizon_s`` and each declared column at its own horizon."""
+    return {**{c: float(h) for c, h in (column_horizons or {}).items()}, target[1]: float(horizon_s)}
+
+
 def perturb_after(db: Any, t_seed: Any, horizon_s: float, target: tuple[str, str], seed_key: Any,
-                  seed: int, fixed_rows: dict[str, np.ndarray] | None = None) -> Any:
+                  seed: int, fixed_rows: dict[str, np.ndarray] | None = None,
+                  column_horizons: Mapping[str, float] | None = None) -> Any:
     """``db`` with everything after ``t_seed`` and every unavailable label changed (module doc).
 
     ``fixed_rows``: ``{table: bool [n_rows]}`` rows whose time must stay (boundary rows placed on
-    purpose); their content is still perturbed when they lie after ``t_seed``."""
+    purpose); their content is still perturbed when they lie after ``t_seed``.
+    ``column_horizons``: other outcome columns of the target's table and their own horizons
+    (seconds); each is changed where it is not yet available, like the target."""
     from tabzoo.table import Table
 
     rng = np.random.default_rng(seed)
     t_seed = np.datetime64(t_seed, "s")
-    horizon = np.timedelta64(int(horizon_s), "s")
+    outcomes = outcome_horizons(horizon_s, target, column_horizons)
     tables = {}
     for name, table in db.tables.items():
         tcol = db.time_columns.get(name)
@@ -96,10 +111,15 @@ def perturb_after(db: Any, t_seed: Any, horizon_s: float, target: tuple[str, str
                 data[col] = changed(data[col], types[col], later, rng)
         if name == target[0]:
             pk = db.primary_keys.get(name)
-            hidden = (times + horizon > t_seed) & ~later
-            if pk is not None:
-                hidden |= data[pk] == seed_key
-            data[target[1]] = changed(data[target[1]], types[target[1]], hidden, rng)
+            seed_row = data[pk] == seed_key if pk is not None else np.zeros(len(times), bool)
+            for col, h in outcomes.items():
+                if col not in data:
+                    raise TabzooInputError(f"column_horizons names {col!r}, which table {name!r} does not have "
+                                   f"(its columns: {sorted(data)}); name outcome columns of the target's table only")
+                hidden = (times + np.timedelta64(int(h), "s") > t_seed) & ~later
+                if col == target[1]:  # the seed's own label is what is predicted
+                    hidden |= seed_row
+                data[col] = changed(data[col], types[col], hidden, rng)
         movable = later & ~(fixed_rows or {}).get(name, np.zeros(len(times), bool))
         if movable.any():  # rows after the cutoff move to other times after it (one second after included)
             span = max(int((times.max() - t_seed) / SECOND), 2)
@@ -113,10 +133,11 @@ def perturb_after(db: Any, t_seed: Any, horizon_s: float, target: tuple[str, str
 
 
 def with_boundary_rows(db: Any, t_seed: Any, horizon_s: float, target: tuple[str, str],
-                       seed: int) -> tuple[Any, dict[str, np.ndarray]]:
+                       seed: int, column_horizons: Mapping[str, float] | None = None) -> tuple[Any, dict[str, np.ndarray]]:
     """``db`` plus, in every timed table, copies of existing rows (new primary keys) at ``t_seed``
-    (ties), ``t_seed + 1 s`` and (target table) ``t_seed - horizon + 1 s``; and the ``fixed_rows``
-    mask of the added rows for :func:`perturb_after`."""
+    (ties), ``t_seed + 1 s`` and (target table) ``t_seed - h + 1 s`` for each distinct horizon
+    ``h > 0`` (the target's and ``column_horizons``'); and the ``fixed_rows`` mask of the added
+    rows for :func:`perturb_after`."""
     from tabzoo.table import Table
 
     rng = np.random.default_rng(seed)
@@ -127,8 +148,9 @@ def with_boundary_rows(db: Any, t_seed: Any, horizon_s: float, target: tuple[str
         if tcol is None or table.n_rows == 0:
             continue
         at = [t_seed, t_seed, t_seed + SECOND]
-        if name == target[0] and horizon_s > 0:
-            at.append(t_seed - np.timedelta64(int(horizon_s), "s") + SECOND)
+        if name == target[0]:
+            edges = sorted({int(h) for h in outcome_horizons(horizon_s, target, column_horizons).values() if h > 0})
+            at.extend(t_seed - np.timedelta64(h, "s") + SECOND for h in edges)
         data, types = table.to_dict(), {k: v.value for k, v in table.types.items()}
         src = rng.integers(0, table.n_rows, len(at))
         pk = db.primary_keys.get(name)

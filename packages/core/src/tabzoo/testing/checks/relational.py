@@ -95,6 +95,7 @@ def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: 
     if case.protocol != "relational" or case.make_model is None:
         return skipped(check, case, "needs the 'relational' protocol and a model")
     target = case.target or ("events", "label")
+    horizons = column_horizons(case)
 
     def example(spec: dict[str, Any]) -> Outcome:
         db, seeds = database_for(case, spec["database_seed"])
@@ -109,22 +110,39 @@ def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: 
                                     "shares state, e.g. a snapshot of the database at its latest seed time)")
         worst, at = (0.0, 0.0), None
         for k, row in enumerate(seeds):
-            base_db, fixed = with_boundary_rows(db, row[2], case.horizon, target, s + k)
+            base_db, fixed = with_boundary_rows(db, row[2], case.horizon, target, s + k, horizons)
             base = _call(case, case.build(spec["model_seed"]), base_db, [row])
             for r in range(PERTURBATIONS):
-                moved_db = perturb_after(base_db, row[2], case.horizon, target, row[1], s + 7919 * r + k, fixed)
+                moved_db = perturb_after(base_db, row[2], case.horizon, target, row[1], s + 7919 * r + k, fixed,
+                                         horizons)
                 moved = _call(case, case.build(spec["model_seed"]), moved_db, [row])
                 d, t = discrepancy(moved, base, case)
                 if not d <= t or at is None:
                     worst, at = (d, t), row
                 if not d <= t:
                     return Outcome(d, t, {"seed_row": [row[0], str(row[1]), str(row[2])], "perturbation": r},
-                                   note=f"seed row {row[0]}:{row[1]} at {row[2]}, perturbation {r}")
+                                   note=f"seed row {row[0]}:{row[1]} at {row[2]}, perturbation {r} (outcome columns "
+                                        f"hidden within their horizons: {_horizons_text(case.horizon, target, horizons)})")
         assert at is not None
         return Outcome(*worst, {})
 
     return _run(case, check, example, seed, max_examples, replay,
                 "output changed when data later than the seed time, or unavailable labels, changed")
+
+
+def column_horizons(case: ConformanceCase) -> dict[str, float]:
+    """The case's ``column_horizons``; on the kit's toy database its derived ``delayed`` column
+    (``label > 0.5``) is an outcome available with the label unless declared otherwise."""
+    horizons = dict(case.column_horizons)
+    if case.make_database is None:
+        horizons.setdefault("delayed", float(case.horizon))
+    return horizons
+
+
+def _horizons_text(horizon: float, target: tuple[str, str], horizons: dict[str, float]) -> str:
+    from tabzoo.testing.checks.causality import outcome_horizons
+
+    return ", ".join(f"{c} {h:g} s" for c, h in sorted(outcome_horizons(horizon, target, horizons).items()))
 
 
 PERTURBATIONS = 2

@@ -1,0 +1,187 @@
+"""Ramba itself on a benchmark task (tabzoo_ramba.tasks), next to GBDTs scored on the same seeds.
+
+    OMP_NUM_THREADS=1 nice -n 10 uv run --group bench python benchmarks/ramba_tasks_model.py \
+        [--task nyc-dep-delayed] [--seeds 0,1,2] [--train 1500 --val 400 --test 1500] [--steps 150]
+
+A CPU budget, stated in the JSON: ``--train`` seeds drawn at random from the task's train split
+(``--val`` / ``--test`` likewise from val / test, one fixed draw for every model), serialized
+once with the statistics at ``val_start`` and the sampler ``--n-child`` / ``--max-rows``; per
+seed a fresh ``--preset`` Ramba (init seeded) is fine-tuned for ``--steps`` steps of
+``--batch-size`` (AdamW ``--lr``, best state on the val draw every ``--eval-every`` steps,
+:func:`tabzoo_ramba.train.finetune`), and scored on the test draw. Beside it, on the same test
+draw: LightGBM on the flattened row and with the causal aggregates, once trained on the same
+``--train`` seeds (per seed) and once on the whole train split (the first seed only; the configuration the tuned baseline chose
+in ``ramba-tasks-*.json``, else num_leaves 15; early stopping on the val draw), per seed.
+Writes results/ramba-tasks-model-<date>.json (merged per task; a rerun replaces its task, said
+on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine_info  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+torch.set_num_threads(1)
+
+
+def _draw(split: Any, n: int, rng: np.random.Generator) -> Any:
+    from tabzoo_ramba.data import Split
+
+    if n <= 0 or len(split) <= n:
+        return split
+    idx = np.sort(rng.choice(len(split), n, replace=False))
+    return Split([split.seeds[i] for i in idx], split.y[idx])
+
+
+def _metric(kind: str, y: np.ndarray, p: np.ndarray) -> float:
+    from tabzoo.metrics import r2_score, roc_auc
+
+    return float(roc_auc(y, p) if kind == "classification" else r2_score(y, p))
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    test = np.array([r["test"] for r in runs])
+    return {"test_mean": float(test.mean()), "test_std": float(test.std(ddof=1)) if len(test) > 1 else 0.0,
+            "runs": runs}
+
+
+def _tuned_params(task: str, fs: str) -> dict[str, Any]:
+    for path in sorted(RESULTS.glob("ramba-tasks-2*.json"), reverse=True):
+        runs = json.loads(path.read_text()).get("tasks", {}).get(task, {}).get("models", {}).get(f"lightgbm-{fs}")
+        if runs:
+            return dict(runs["runs"][0]["params"])
+    return {"num_leaves": 15, "learning_rate": 0.05, "min_child_samples": 20}
+
+
+def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
+    """LightGBM (flat / relational features) trained on the draw and on the whole train split,
+    early-stopped on the val draw, scored on the test draw."""
+    import lightgbm as lgb
+    from tabzoo_ramba.task_features import flat_features, relational_features
+
+    kind = bt.task.kind
+    cls = lgb.LGBMClassifier if kind == "classification" else lgb.LGBMRegressor
+    out: dict[str, Any] = {}
+    for fs, fn in (("flat", flat_features), ("relational", relational_features)):
+        def feats(seeds_: list[Any], fn: Any = fn) -> np.ndarray:
+            f = fn(db, bt.task, seeds_)
+            return np.column_stack([f[k] for k in sorted(f)])
+
+        xv, xt = feats(draw["val"].seeds), feats(draw["test"].seeds)
+        params = _tuned_params(name, fs)
+        for part, sp in (("draw", draw["train"]), ("all", full["train"])):
+            xtr = feats(sp.seeds)
+            runs = []
+            for s in (seeds if part == "draw" else seeds[:1]):  # the whole split: one seed (CPU budget)
+                m = cls(n_estimators=1000, subsample=0.8, subsample_freq=1, colsample_bytree=0.8, random_state=s,
+                        n_jobs=1, verbose=-1, **params)
+                m.fit(xtr, sp.y, eval_X=(xv,), eval_y=(draw["val"].y,),
+                      callbacks=[lgb.early_stopping(50, verbose=False)])
+                p = m.predict_proba(xt)[:, 1] if kind == "classification" else m.predict(xt)
+                runs.append({"seed": s, "test": _metric(kind, draw["test"].y, p)})
+            key = f"lightgbm-{fs}-train-{part}"
+            out[key] = _summary(runs) | {"params": params, "n_train": len(sp)}
+            print(f"  {key}: {out[key]['test_mean']:.4f} +- {out[key]['test_std']:.4f}", file=sys.stderr)
+    return out
+
+
+def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """Ramba fine-tuned from a fresh init per seed on the serialized draw."""
+    from tabzoo_ramba import Ramba, SamplerConfig
+    from tabzoo_ramba.train import finetune
+
+    sampler = SamplerConfig(n_child=args.n_child, max_expansions=8, max_rows=args.max_rows)
+    cfg = {"preset": args.preset, "text_encoder": args.text_encoder}
+    t0 = time.time()
+    base = Ramba(config=cfg, sampler=sampler, progress=False).bind(db, bt.task, bt.val_start)
+    seqs = {k: base._seqs(db, v.seeds) for k, v in draw.items()}
+    lens = [len(q.kind) for v in seqs.values() for q in v]
+    ser_s = time.time() - t0
+    print(f"  serialized {sum(len(v) for v in seqs.values())} seeds in {ser_s:.0f} s, mean {np.mean(lens):.0f} "
+          f"tokens", file=sys.stderr)
+    mu, sd = base.stats.get(bt.task.entity_table, bt.task.target) if base.stats else (0.0, 1.0)
+    runs = []
+    for s in seeds:
+        t1, c1 = time.time(), time.process_time()
+        r = Ramba(config=cfg, sampler=sampler, seed=s, progress=False)
+        r.task, r.stats = base.task, base.stats
+        res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd, val=seqs["val"],
+                       y_val=draw["val"].y, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                       eval_every=args.eval_every, seed=s, progress=False, encoder=r.encoder, predict=r._predict_seqs)
+        r.model.eval()
+        test = _metric(bt.task.kind, draw["test"].y, r._predict_seqs(seqs["test"]))
+        val = _metric(bt.task.kind, draw["val"].y, r._predict_seqs(seqs["val"]))
+        losses = [float(v) for v in res.losses]
+        runs.append({"seed": s, "test": test, "val": val, "wall_s": round(time.time() - t1, 1),
+                     "cpu_s": round(time.process_time() - c1, 1),
+                     "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]})
+        print(f"  ramba seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['wall_s']} s)", file=sys.stderr)
+    return {"ramba": _summary(runs) | {
+        "config": {**cfg, "resolved_text_encoder": base.model.cfg.text_encoder}, "sampler": str(sampler),
+        "budget": {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "eval_every": args.eval_every,
+                   "pretrained": None},
+        "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}}
+
+
+def main() -> None:
+    from tabzoo_ramba.tasks import TASKS, get_task
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="nyc-dep-delayed", help=f"one of {sorted(TASKS)}")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--train", type=int, default=1500)
+    p.add_argument("--val", type=int, default=400)
+    p.add_argument("--test", type=int, default=1500)
+    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--preset", default="small")
+    p.add_argument("--text-encoder", default="auto")
+    p.add_argument("--n-child", type=int, default=8)
+    p.add_argument("--max-rows", type=int, default=48)
+    p.add_argument("--skip-gbdt", action="store_true")
+    p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
+    args = p.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    bt = get_task(args.task)
+    t0 = time.time()
+    db = bt.load()
+    full = bt.split(db)
+    rng = np.random.default_rng(12345)
+    draw = {"train": _draw(full["train"], args.train, rng), "val": _draw(full["val"], args.val, rng),
+            "test": _draw(full["test"], args.test, rng)}
+    out: dict[str, Any] = {"task": args.task, "metric": bt.metric, "kind": bt.task.kind,
+                           "n": {k: len(v) for k, v in draw.items()}, "n_full": {k: len(v) for k, v in full.items()},
+                           "draw_seed": 12345, "load_average_at_start": list(os.getloadavg()), "models": {}}
+    print(f"{args.task}: {out['n']} of {out['n_full']}", file=sys.stderr)
+    out["models"].update(ramba(bt, db, draw, seeds, args))
+    if not args.skip_gbdt:
+        out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
+    out["load_average_at_end"] = list(os.getloadavg())
+    out["total_s"] = round(time.time() - t0, 1)
+    path = Path(args.out) if args.out else RESULTS / f"ramba-tasks-model-{dt.date.today().isoformat()}.json"
+    res: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"tasks": {}}
+    if args.task in res["tasks"]:
+        print(f"replacing the earlier entry of {args.task} in {path}", file=sys.stderr)
+    res["machine"] = machine_info()
+    res["tasks"][args.task] = out
+    path.write_text(json.dumps(res, indent=1, default=float) + "\n")
+    print(json.dumps(out, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
