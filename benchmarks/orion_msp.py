@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _datasets import small_classification as datasets  # noqa: E402
 from _machine import best_time, machine_info, matmul_gflops  # noqa: E402
 
 FEATURES = (100, 500, 2000, 8000)
@@ -50,23 +51,6 @@ def fitted_slope(xs: list[float], ys: list[float]) -> float:
 
 
 # ---------------------------------------------------------------------------------- accuracy
-def datasets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
-
-    out = {n: f(return_X_y=True) for n, f in
-           [("breast_cancer", load_breast_cancer), ("wine", load_wine), ("iris", load_iris), ("digits", load_digits)]}
-    try:
-        from palmerpenguins import load_penguins
-    except ImportError:  # pragma: no cover - bench group not installed
-        return out
-    df = load_penguins().dropna(subset=["species"])
-    X = df.drop(columns=["species", "year"])
-    X = X.assign(island=X["island"].astype("category").cat.codes.replace(-1, np.nan),
-                 sex=X["sex"].astype("category").cat.codes.replace(-1, np.nan)).to_numpy(dtype=float)
-    out["palmerpenguins"] = (X, df["species"].astype("category").cat.codes.to_numpy())
-    return out
-
-
 def models(seed: int, n_estimators: int) -> dict[str, Any]:
     from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.impute import SimpleImputer

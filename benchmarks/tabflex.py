@@ -34,6 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _datasets import small_classification as datasets  # noqa: E402
+
 
 def _threads() -> int:
     return int(os.environ.get("TABZOO_BENCH_THREADS", "1"))
@@ -61,23 +64,6 @@ def machine() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- accuracy
-def datasets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
-
-    out = {n: f(return_X_y=True) for n, f in
-           [("breast_cancer", load_breast_cancer), ("wine", load_wine), ("iris", load_iris), ("digits", load_digits)]}
-    try:
-        from palmerpenguins import load_penguins
-    except ImportError:  # pragma: no cover - bench group not installed
-        return out
-    df = load_penguins().dropna(subset=["species"])
-    X = df.drop(columns=["species", "year"])
-    X = X.assign(island=X["island"].astype("category").cat.codes.replace(-1, np.nan),
-                 sex=X["sex"].astype("category").cat.codes.replace(-1, np.nan)).to_numpy(dtype=float)
-    out["palmerpenguins"] = (X, df["species"].astype("category").cat.codes.to_numpy())
-    return out
-
-
 def baselines(seed: int) -> dict[str, Any]:
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.impute import SimpleImputer

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from _icl_testmodel import use_plugin_env
 from tabzoo.cli import main
-from tabzoo.cli._files import check_output, write_via
 from tabzoo.errors import CheckpointError, TabzooInputError
+from tabzoo.files import check_output, write_via
 from tabzoo.plugins import reset_registry
 from tabzoo.train.lock import LOCK, RunLockedError, read_lock, run_lock
 from tabzoo.train.state import load_latest, require_resumable
@@ -91,7 +91,7 @@ def test_a_full_disk_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Monk
             raise KeyboardInterrupt
 
     if fault == "enospc_in_fsync":
-        import tabzoo.cli._files as files
+        import tabzoo.files as files
 
         def full(fd: int) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")

@@ -65,6 +65,32 @@ def test_check_params_names_the_estimator_and_skips_none() -> None:
     check_params(est, positive_int=("steps", "dim"), positive=("lr",))
 
 
+@pytest.mark.parametrize(("config", "kwargs", "match"), [
+    ("FineTune", {"steps": 0}, "FineTune: steps=0: steps must be an integer >= 1"),
+    ("FineTune", {"lr": float("nan")}, "FineTune: lr=nan: lr must be a finite number > 0"),
+    ("FineTune", {"validation_fraction": 1.0}, r"validation_fraction must be a finite number in \(0, 1\)"),
+    ("FitConfig", {"max_steps": 2.5}, "FitConfig: max_steps=2.5: max_steps must be an integer >= 1"),
+    ("FitConfig", {"max_epochs": 3, "lookahead_alpha": 2.0}, r"FitConfig: lookahead_alpha=2.0: .* in \[0, 1\]"),
+])
+def test_config_dataclasses_check_numbers_the_one_way(config: str, kwargs: dict, match: str) -> None:
+    """The core's config dataclasses check their numbers with :func:`tabzoo.params.check_params`:
+    one rule and one message style (issue 31), naming the class, the setting and what it must be."""
+    import tabzoo.train
+    from tabzoo.table.errors import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match=match):
+        getattr(tabzoo.train, config)(**kwargs)
+
+
+def test_the_number_checks_import_no_torch() -> None:
+    """Plugins' config dataclasses use them while registering, which must not import torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, tabzoo.params; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_check_target_values() -> None:
     assert check_target_values("y", [0, 1, 1], "classification", 3, (0, 1)).dtype == np.float64
     with pytest.raises(TabzooInputError, match="every label is missing"):

@@ -121,6 +121,8 @@ def test_bad_inputs_raise_tabzoo_errors() -> None:
         NPTConfig(cardinalities=(0, 1))
     with pytest.raises(TabzooInputError, match="n_heads"):
         NPTConfig(cardinalities=(0, 0, 0), dim=5, n_heads=2)
+    with pytest.raises(TabzooInputError, match="NPTConfig: dropout=1.0: dropout must be a finite number in"):
+        NPTConfig(cardinalities=(0, 2), dropout=1.0)  # the core's check_params: one message style
     with pytest.raises(TabzooInputError, match="preset"):
         build({"preset": "nope", "cardinalities": [0]})
 

@@ -159,6 +159,8 @@ def test_config_validation() -> None:
         make_config({"preset": "huge"})
     with pytest.raises(TabzooInputError, match="divisible"):
         make_config({"d_model": 30, "n_heads": 4})
+    with pytest.raises(TabzooInputError, match="RambaConfig: n_heads=0: n_heads must be an integer >= 1"):
+        make_config({"n_heads": 0})  # the core's check_params, before any division by it
     assert make_config({"preset": "paper"}).n_layers == 12
 
 

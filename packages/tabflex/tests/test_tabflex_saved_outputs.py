@@ -24,18 +24,6 @@ from tabzoo.testing import saved
 DATA = Path(__file__).parent / "data" / "saved_outputs.npz"
 
 
-def _inputs() -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(20261127)
-    x = rng.standard_normal((48, 6)).astype(np.float32)
-    x[:, 5] = rng.integers(0, 4, 48)  # a categorical column (codes)
-    x[3, 1] = np.nan
-    x[40, 2] = np.nan  # a missing value in a query row
-    y3 = (x[:, 0] + x[:, 3] > 0).astype(np.int64) + (x[:, 4] > 0.8)
-    y12 = np.argsort(np.argsort(x[:, 0] + 0.2 * x[:, 4])) % 12
-    yr = (x[:, 0] * 2.0 - x[:, 3] + 0.1 * rng.standard_normal(48)).astype(np.float64)
-    return {"x": x, "y3": y3, "y12": y12, "yr": yr}
-
-
 def _cases() -> dict[str, tuple[Any, str, str]]:
     """name -> (estimator, target key, method)."""
     from tabzoo_tabflex import TabFlexClassifier, TabFlexRegressor
@@ -57,11 +45,7 @@ def _cases() -> dict[str, tuple[Any, str, str]]:
 
 
 def _predict(name: str) -> np.ndarray:
-    est, target, method = _cases()[name]
-    d = _inputs()
-    n_fit = 36
-    est.fit(d["x"][:n_fit], d[target][:n_fit])
-    return np.asarray(getattr(est, method)(d["x"][n_fit:]), dtype=np.float64)
+    return saved.fit_predict(*_cases()[name])  # fit on 36 rows of saved.estimator_inputs(), predict 12
 
 
 CASES = sorted(_cases())
@@ -75,8 +59,8 @@ def test_saved_outputs_are_reproduced(name: str) -> None:
 
 
 def test_saved_inputs_are_today_inputs() -> None:
-    saved.assert_inputs_unchanged(DATA, _inputs())
+    saved.assert_inputs_unchanged(DATA, saved.estimator_inputs())
 
 
 if __name__ == "__main__":
-    saved.write(DATA, _inputs(), CASES, _predict)
+    saved.write(DATA, saved.estimator_inputs(), CASES, _predict)

@@ -21,6 +21,11 @@ class InputTypeError(TabzooInputError, TypeError):
     """
 
 
+class InvalidValueError(TabzooInputError):
+    """A value is out of its allowed domain (e.g. ``inf`` in features, a negative category code, a
+    setting that must be a positive integer). Also importable from :mod:`tabzoo.table.errors`."""
+
+
 class PluginLoadError(TabzooError, ImportError):
     """A plugin could not be loaded, or two plugins claim the same name."""
 

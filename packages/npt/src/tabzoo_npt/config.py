@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_params
 
 __all__ = ["NPTConfig", "PRESETS"]
 
@@ -41,14 +42,11 @@ class NPTConfig:
             raise TabzooInputError("NPTConfig needs at least one attribute; pass cardinalities=(0, ...).")
         if any(c < 0 or c == 1 for c in cards):
             raise TabzooInputError(f"cardinalities {cards}: use 0 for numeric and K >= 2 for categorical attributes.")
-        if self.dim < 1 or self.n_layers < 1 or self.n_heads < 1 or self.ff_mult < 1:
-            raise TabzooInputError("dim, n_layers, n_heads and ff_mult must be positive integers.")
+        check_params(self, positive_int=("dim", "n_layers", "n_heads", "n_heads_aba", "ff_mult"), fraction=("dropout",))
         if (len(cards) * self.dim) % self.n_heads:
             raise TabzooInputError(
                 f"n_heads={self.n_heads} must divide d*e={len(cards)}*{self.dim}; choose another n_heads or dim."
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise TabzooInputError(f"dropout={self.dropout} must lie in [0, 1).")
 
     @property
     def heads_aba(self) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from tabzoo.deprecation import renamed
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_params
 from tabzoo.train.fit import FitConfig, FitResult, fit
 from tabzoo.train.optim import flat_then_cosine
 
@@ -68,11 +69,11 @@ class NPTFitConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise TabzooInputError(f"mode={self.mode!r}; use one of {MODES}.")
-        if self.steps < 1 or self.batch_size < 2:
-            raise TabzooInputError("steps must be >= 1 and batch_size >= 2.")
-        for name in ("p_feature", "p_target", "random_share", "flat_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise TabzooInputError(f"{name}={getattr(self, name)} must lie in [0, 1].")
+        check_params(self, positive_int=("steps", "batch_size", "eval_every", "patience", "context_size"),
+                     nonnegative_int=("lookahead_k",), positive=("lr",), nonnegative=("clip", "weight_decay"),
+                     unit=("p_feature", "p_target", "random_share", "flat_fraction", "lookahead_alpha"))
+        if self.batch_size < 2:
+            raise TabzooInputError(f"NPTFitConfig: batch_size={self.batch_size} must be >= 2; pass a larger one.")
 
     @property
     def min_steps(self) -> int:

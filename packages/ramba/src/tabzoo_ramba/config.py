@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_params
 
 __all__ = ["RambaConfig", "PRESETS", "TEXT_DIM", "make_config"]
 
@@ -48,12 +49,12 @@ class RambaConfig:
     text_encoder: str = "auto"
 
     def __post_init__(self) -> None:
+        check_params(self, positive_int=("d_model", "n_layers", "n_heads", "d_state", "d_conv", "expand", "d_text",
+                                         "d_gate", "d_ff", "max_rel_rows"))
         if self.d_model % self.n_heads:
             raise TabzooInputError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         if self.attention not in ("gather", "masked"):
             raise TabzooInputError(f"attention={self.attention!r}; use 'gather' or 'masked'")
-        if min(self.d_model, self.n_layers, self.n_heads, self.d_state, self.d_conv, self.expand) < 1:
-            raise TabzooInputError(f"every size of {self} must be >= 1")
 
 
 PRESETS: dict[str, RambaConfig] = {

@@ -97,7 +97,7 @@ def _yeo_johnson(x: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
 
 
 class _MemberGraph(nn.Module):
-    """One member's fitted view (see :class:`tabzoo.estimators.members.MemberView`) as tensor constants."""
+    """One member's fitted view (see :class:`tabzoo.estimators.members.MemberTransform`) as tensor constants."""
 
     def __init__(self, view: Any, width: int | None) -> None:
         super().__init__()

@@ -115,7 +115,7 @@ def bar_grid(path: Path, panels: Sequence[dict[str, Any]], title: str, *, ncols:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    from tabzoo.cli._files import write_via
+    from tabzoo.files import write_via
 
     write_via(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)

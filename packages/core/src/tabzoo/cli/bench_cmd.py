@@ -86,7 +86,7 @@ def _new_file(results: Path, name: str) -> Path:
 
 def _run_scripts(folder: Path, names: list[str], extra: str) -> tuple[list[Path], list[dict[str, Any]]]:
     from tabzoo.cli._bench import list_scripts
-    from tabzoo.cli._files import write_text
+    from tabzoo.files import write_text
 
     scripts = {s["name"]: s for s in list_scripts(folder)}
     unknown = [n for n in names if n not in scripts]
@@ -131,8 +131,8 @@ def _panels(collected: list[dict[str, Any]], category: str, xlabel: str, log: bo
 
 def write_report(folder: Path, collected: list[dict[str, Any]], runs: list[dict[str, Any]], source: Path) -> Path:
     """The collected report in ``folder``; returns ``report.md``."""
-    from tabzoo.cli._files import write_text
     from tabzoo.cli._report import bar_grid, machine, md_table
+    from tabzoo.files import write_text
 
     pngs = {
         "slopes.png": bar_grid(folder / "slopes.png", _panels(collected, "slope", "log-log slope (1 = linear)", False),

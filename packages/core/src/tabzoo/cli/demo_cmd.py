@@ -194,8 +194,8 @@ def write_report(folder: Path, results: list[dict[str, Any]], seconds: float, ar
     """``report.md``, ``results.json``, ``metric.png``, ``time.png`` in ``folder``; returns report.md."""
     import datetime as dt
 
-    from tabzoo.cli._files import write_text
     from tabzoo.cli._report import bar_grid, machine, md_table
+    from tabzoo.files import write_text
 
     info = machine()
     pngs = [bar_grid(folder / "metric.png", _panels(results, "value"), "tabzoo demo: metric per model and data set"),

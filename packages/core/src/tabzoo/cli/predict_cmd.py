@@ -165,8 +165,8 @@ def _read_parquet(path: str) -> Any:
 
 def _check_out(args: argparse.Namespace) -> None:
     """Refuse a bad ``--out`` before any work: unknown type, an input, or (without --overwrite) a file."""
-    from tabzoo.cli._files import check_output
     from tabzoo.errors import TabzooInputError
+    from tabzoo.files import check_output
 
     if args.out is None:
         return

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tabzoo.errors import InputTypeError, TabzooInputError
+from tabzoo.params import check_params  # noqa: F401  (the one check, re-exported: estimators call it from here)
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -236,24 +237,3 @@ def regression_targets(y: Any, n_rows: int) -> np.ndarray:
         row = int(np.flatnonzero(~np.isfinite(y))[0])
         raise TabzooInputError(f"y contains NaN or inf (row {row}); drop those rows or impute the target before fit.")
     return y
-
-
-
-def check_params(estimator: Any, **kinds: tuple[str, ...]) -> None:
-    """Check numeric constructor arguments at the start of ``fit``, before anything is built; a
-    ``None`` value is skipped (it means "use the default").
-
-    ``kinds`` maps an argument kind to attribute names, e.g. ``positive_int=("steps",),
-    positive=("lr",), fraction=("dropout",)``; kinds: ``positive_int``, ``nonnegative_int``,
-    ``positive``, ``nonnegative``, ``fraction`` (``[0, 1)``), ``unit`` (``[0, 1]``), as in
-    :func:`tabzoo.table.validation.check_number`.
-
-    :raises TabzooInputError: naming the first bad argument, its value and what it must be.
-    """
-    from tabzoo.table.validation import check_number
-
-    for kind, names in kinds.items():
-        for name in names:
-            value = getattr(estimator, name)
-            if value is not None:
-                check_number(name, value, kind, where=f"{type(estimator).__name__}: ")

@@ -7,7 +7,7 @@ offending column, row or key, and says how to fix it.
 
 from __future__ import annotations
 
-from tabzoo.errors import TabzooInputError
+from tabzoo.errors import InvalidValueError, TabzooInputError
 
 __all__ = [
     "DTypeError",
@@ -32,10 +32,6 @@ __all__ = [
 
 class DTypeError(TabzooInputError):
     """A column (or tensor) holds values of a type that the requested/inferred type can't hold."""
-
-
-class InvalidValueError(TabzooInputError):
-    """A value is out of its allowed domain (e.g. ``inf`` in features, a negative category code)."""
 
 
 class ShapeError(TabzooInputError):

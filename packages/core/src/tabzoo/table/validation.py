@@ -6,11 +6,14 @@ the tensor, the row (and column) and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
+from tabzoo.params import (
+    check_number,  # re-exported: the estimator boundary's number check lives there
+)
 from tabzoo.table.errors import (
     DTypeError,
     EmptyContextError,
@@ -187,31 +190,6 @@ def check_in_context_call(x: object, y: object, n_context: int, max_classes: int
 
 
 # -- estimator boundaries (numpy; no scikit-learn needed) --------------------------------------
-_NUMBER_KINDS: dict[str, tuple[str, bool, Callable[[float], bool]]] = {
-    "positive_int": ("an integer >= 1", True, lambda v: v >= 1),
-    "nonnegative_int": ("an integer >= 0", True, lambda v: v >= 0),
-    "positive": ("a finite number > 0", False, lambda v: v > 0),
-    "nonnegative": ("a finite number >= 0", False, lambda v: v >= 0),
-    "fraction": ("a finite number in [0, 1)", False, lambda v: 0 <= v < 1),
-    "unit": ("a finite number in [0, 1]", False, lambda v: 0 <= v <= 1),
-}
-"""The argument kinds :func:`check_number` knows: what each must be."""
-
-
-def check_number(name: str, value: object, kind: str, where: str = "") -> None:
-    """An argument that must be a positive integer, a finite positive number, a fraction, ...
-    (``kind`` is a key of ``_NUMBER_KINDS``); refused with its name, value and what it must be."""
-    need, integer, ok = _NUMBER_KINDS[kind]
-    good = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
-    if good and integer:
-        good = isinstance(value, int | np.integer)
-    if good:
-        v = float(value)  # type: ignore[arg-type]
-        good = bool(np.isfinite(v)) and ok(v)
-    if not good:
-        raise InvalidValueError(f"{where}{name}={value!r}: {name} must be {need}; pass such a value")
-
-
 def check_target_values(
     name: str, y: object, kind: str, n_rows: int | None = None, classes: Sequence[float] | None = None
 ) -> np.ndarray:

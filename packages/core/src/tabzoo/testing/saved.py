@@ -23,6 +23,35 @@ def fingerprint() -> str:
     return f"{platform.machine()} {platform.processor()} torch {torch.__version__} python {sys.version.split()[0]}"
 
 
+def estimator_inputs(seed: int = 20261127) -> dict[str, np.ndarray]:
+    """The small fixed table of the in-context plugins' saved-output tests (48 rows; fit on the
+    first 36, predict the last 12).
+
+    :return: ``x`` float32 ``[48, 6]`` (column 5 categorical codes 0-3; a missing value in a
+        context row and in a query row), ``y3`` int64 ``[48]`` (3 classes), ``y12`` ``[48]`` (12
+        classes) and ``yr`` float64 ``[48]`` (a regression target).
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((48, 6)).astype(np.float32)
+    x[:, 5] = rng.integers(0, 4, 48)  # a categorical column (codes)
+    x[3, 1] = np.nan
+    x[40, 2] = np.nan  # a missing value in a query row
+    y3 = (x[:, 0] + x[:, 3] > 0).astype(np.int64) + (x[:, 4] > 0.8)
+    y12 = np.argsort(np.argsort(x[:, 0] + 0.2 * x[:, 4])) % 12
+    yr = (x[:, 0] * 2.0 - x[:, 3] + 0.1 * rng.standard_normal(48)).astype(np.float64)
+    return {"x": x, "y3": y3, "y12": y12, "yr": yr}
+
+
+def fit_predict(estimator: Any, target: str, method: str, inputs: Mapping[str, np.ndarray] | None = None,
+                n_fit: int = 36) -> np.ndarray:
+    """Fit ``estimator`` on the first ``n_fit`` rows of ``inputs`` (default :func:`estimator_inputs`)
+    with the labels ``inputs[target]``; return ``method`` (e.g. ``"predict_proba"``) on the other
+    rows as float64 (``[n_query, n_classes]`` or ``[n_query]``)."""
+    d = estimator_inputs() if inputs is None else inputs
+    estimator.fit(d["x"][:n_fit], d[target][:n_fit])
+    return np.asarray(getattr(estimator, method)(d["x"][n_fit:]), dtype=np.float64)
+
+
 def assert_reproduced(data: Path, name: str, got: np.ndarray, *, atol: float = 1e-7) -> None:
     """``got`` equals the saved ``out/<name>`` (bitwise on the writing machine, rtol 1e-5 elsewhere)."""
     saved = np.load(data)

@@ -44,6 +44,7 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.forward import class_log_proba, member_batch
+from tabzoo.params import check_params
 from tabzoo.train.fit import FitConfig, fit
 from tabzoo.train.retrieval import select_context
 
@@ -82,17 +83,9 @@ class FineTune:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("steps", "context_size", "query_size", "max_validation_rows", "eval_every", "patience",
-                     "min_rows"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise TabzooInputError(f"FineTune.{name}={value!r} must be an int >= 1.")
-        if not (isinstance(self.lr, int | float) and np.isfinite(self.lr) and self.lr > 0):
-            raise TabzooInputError(f"FineTune.lr={self.lr!r} must be a number > 0 (default 1e-3).")
-        if not (isinstance(self.validation_fraction, int | float) and 0 < self.validation_fraction < 1):
-            raise TabzooInputError(f"FineTune.validation_fraction={self.validation_fraction!r} must lie in (0, 1).")
-        if not (isinstance(self.clip_norm, int | float) and self.clip_norm > 0):
-            raise TabzooInputError(f"FineTune.clip_norm={self.clip_norm!r} must be a number > 0.")
+        check_params(self, positive_int=("steps", "context_size", "query_size", "max_validation_rows", "eval_every",
+                                         "patience", "min_rows"),
+                     positive=("lr", "clip_norm"), open_unit=("validation_fraction",))
 
 
 def resolve_fine_tune(value: Any) -> FineTune | None:

@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_params
 from tabzoo.train.optim import OPTIMIZERS, SCHEDULES, build_optimizer, build_schedule
 
 __all__ = ["FitConfig", "FitResult", "FitState", "FitTask", "Evaluation", "Validator", "fit"]
@@ -115,17 +116,12 @@ class FitConfig:
     def __post_init__(self) -> None:
         if self.max_steps is None and self.max_epochs is None:
             raise TabzooInputError("FitConfig needs max_steps or max_epochs (or both); set one of them.")
-        for name in ("max_steps", "max_epochs", "eval_every"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise TabzooInputError(f"{name}={value} must be >= 1 (or None).")
-        if self.patience < 1 or self.checkpoint_every < 1:
-            raise TabzooInputError(f"patience={self.patience} and checkpoint_every={self.checkpoint_every} must be >= 1.")
+        check_params(self, positive_int=("max_steps", "max_epochs", "eval_every", "patience", "checkpoint_every"),
+                     nonnegative_int=("lookahead_k", "min_steps"), positive=("lr",),
+                     nonnegative=("weight_decay", "clip_norm", "min_delta"), unit=("flat_fraction", "lookahead_alpha"))
         if self.optimizer not in OPTIMIZERS or self.schedule not in SCHEDULES:
             raise TabzooInputError(f"optimizer={self.optimizer!r}, schedule={self.schedule!r}: use one of "
                                    f"{OPTIMIZERS} and one of {SCHEDULES}.")
-        if not 0.0 <= self.flat_fraction <= 1.0:
-            raise TabzooInputError(f"flat_fraction={self.flat_fraction} must lie in [0, 1].")
 
 
 @dataclass
