@@ -205,12 +205,13 @@ TABFLEX_VARIANT_BUDGETS_S = {"tabflex-ft": 900.0, "tabflex-icl-ft": 900.0, "tabf
 
 # -- NPT (issue 25) -------------------------------------------------------------------------------
 #: NPT is trained per table (the other tabzoo models are pretrained), on the suite's shared CPU.
-#: Its estimator defaults otherwise (p_target 0.5, LAMB + Lookahead, flat-then-cosine, the
-#: annealed feature/target trade-off, early stopping on a 10% validation split); the budget is
-#: cut for the 2 shared cores: the "tiny" architecture (e = 8, 4 layers) with the paper's dropout
-#: 0.1 and 150 full-batch steps, i.e. 150 epochs (the paper: e = 128, 8 layers, 2,000-10,000
-#: epochs on its small tables, on a GPU).
-NPT_SETTINGS: dict[str, Any] = {"preset": "tiny", "dropout": 0.1, "steps": 150, "batch_size": 512,
+#: Its estimator defaults otherwise (lr 1e-2, p_target 0.5, LAMB + Lookahead, flat-then-cosine,
+#: the annealed feature/target trade-off, early stopping on a 10% validation split); the budget
+#: is cut for the 2 shared cores: the "tiny" architecture (e = 8, 4 layers) with the paper's
+#: dropout 0.1 and 150 full-batch steps, i.e. 150 epochs (the paper: e = 128, 8 layers,
+#: 2,000-10,000 epochs on its small tables, on a GPU). The run of 2026-11-27 (morning) used lr
+#: 1e-3: LAMB then moves the weights too little in 150 steps (benchmarks/npt_diagnose.py).
+NPT_SETTINGS: dict[str, Any] = {"preset": "tiny", "dropout": 0.1, "steps": 150, "lr": 1e-2, "batch_size": 512,
                                 "p_target": 0.5, "validation_fraction": 0.1, "eval_every": 15, "patience": 4}
 #: training rows NPT reads per table (pass ``--train-cap`` of the same value to give the peers the same rows)
 NPT_TRAIN_CAP = 500

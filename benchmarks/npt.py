@@ -29,9 +29,9 @@ import torch
 
 torch.set_num_threads(int(os.environ.get("NPT_BENCH_THREADS", "1")))
 
+from tabzoo.train.optim import Lamb, Lookahead, flat_then_cosine  # noqa: E402
 from tabzoo_npt.masking import randomise, stochastic_mask  # noqa: E402
 from tabzoo_npt.model import NPT, NPTConfig  # noqa: E402
-from tabzoo_npt.optim import Lamb, Lookahead, flat_then_cosine  # noqa: E402
 from tabzoo_npt.train import cell_losses, objective  # noqa: E402
 
 T0 = time.perf_counter()

@@ -101,6 +101,7 @@ def test_memory_is_bounded_by_the_batch(tmp_path: Path, table: pd.DataFrame, clf
     import pyarrow.parquet as pq
 
     read: list[int] = []  # rows of every record batch the reader materialised
+    scans: list[dict[str, object]] = []  # the options of every scan
 
     class Counted:
         """The dataset, with every whole-table read refused and every batch counted."""
@@ -114,6 +115,7 @@ def test_memory_is_bounded_by_the_batch(tmp_path: Path, table: pd.DataFrame, clf
             return getattr(self.inner, name)
 
         def to_batches(self, **kw: object):  # noqa: ANN201
+            scans.append(kw)
             for b in self.inner.to_batches(**kw):
                 read.append(b.num_rows)
                 yield b
@@ -132,6 +134,8 @@ def test_memory_is_bounded_by_the_batch(tmp_path: Path, table: pd.DataFrame, clf
         predict_dataset(clf, tmp_path / src, tmp_path / f"o-{src}.parquet", batch_rows=150)
         assert 0 < max(read) <= 150 and sum(read) == len(big)
         assert max(seen) == 150 and sum(seen) == len(big) and len(seen) == -(-len(big) // 150)
+        if src.endswith(".parquet"):  # pre-buffering would keep every row group read until the file ends
+            assert scans[-1]["fragment_scan_options"].pre_buffer is False  # type: ignore[attr-defined]
     monkeypatch.undo()
     assert len(pd.read_parquet(tmp_path / "o-q.csv.parquet")) == len(big)
 

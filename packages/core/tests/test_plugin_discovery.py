@@ -24,7 +24,7 @@ HOOK_EXIT = ("import os\nfrom tabzoo.plugins import hookimpl\n\n@hookimpl\n"
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = use_site(tmp_path, monkeypatch, {"exit": EXIT, "hang": HANG, "hookexit": HOOK_EXIT,
-                                            "good": GOOD.format(arch="good_arch", prior="good_prior")}, timeout="15")
+                                            "good": GOOD.format(arch="good_arch", prior="good_prior")}, timeout="5")
     discovery._memo.clear()
     reset_registry()
     yield root
@@ -44,7 +44,7 @@ def test_exit_and_hang_at_import_fail_only_their_plugin_in_the_cli(site: Path, t
     listing = json.loads(out.stdout)
     assert "PluginKilledProcess" in _failures(listing, "tzexit") and "exit status 3" in _failures(listing, "tzexit")
     assert "exit status 4" in _failures(listing, "tzhookexit")
-    assert "PluginHang" in _failures(listing, "tzhang") and "15 s" in _failures(listing, "tzhang")
+    assert "PluginHang" in _failures(listing, "tzhang") and "for 5 s" in _failures(listing, "tzhang")
     good = next(p for p in listing["plugins"] if p["name"] == "tzgood")
     assert good["loaded"] and [a["name"] for a in good["architectures"]] == ["good_arch"]
     assert len(list((tmp_path / "cache").glob("plugins-*.json"))) == 1
@@ -71,6 +71,19 @@ def test_a_second_run_answers_from_the_cache(site: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(discovery, "probe", no_child)
     assert discovery.cached_listing() == first
+
+
+def test_alternating_environments_each_keep_their_cache_entry(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    listings = {}
+    for allow in ("tzexit,tzgood", "tzgood"):  # e.g. a session's own plugins and a test's extra sys.path
+        monkeypatch.setenv("TABZOO_LOAD_PLUGINS", allow)
+        discovery._memo.clear()
+        listings[allow] = discovery.cached_listing()
+    monkeypatch.setattr(discovery, "probe", lambda: pytest.fail("an entry was dropped: discovery ran again"))
+    for allow, listing in listings.items():
+        monkeypatch.setenv("TABZOO_LOAD_PLUGINS", allow)
+        discovery._memo.clear()
+        assert discovery.cached_listing() == listing
 
 
 def test_the_cache_is_invalidated_when_the_installed_set_changes(site: Path) -> None:

@@ -44,7 +44,7 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed)
     rows = []
     models = {
-        "npt": NPTRegressor(preset="small", dim=8, steps=steps, lr=5e-3, eval_every=20, patience=4,
+        "npt": NPTRegressor(preset="small", dim=8, steps=steps, eval_every=20, patience=4,
                             random_state=seed),
         "ridge": make_pipeline(StandardScaler(), Ridge()),
         "hist_gradient_boosting": HistGradientBoostingRegressor(random_state=seed),
@@ -61,7 +61,7 @@ def run_demo(*, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
     holes[holes.all(axis=1), 0] = False
     Zm = np.where(holes, np.nan, Z)
     imputers = {
-        "npt": NPTImputer(preset="small", dim=8, steps=steps, lr=5e-3, random_state=seed),
+        "npt": NPTImputer(preset="small", dim=8, steps=steps, random_state=seed),
         "mean": SimpleImputer(),
         "iterative_imputer": IterativeImputer(random_state=seed, max_iter=10),
     }

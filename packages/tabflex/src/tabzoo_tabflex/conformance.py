@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
+from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
 from tabzoo_tabflex.capabilities import CAPABILITIES
 from tabzoo_tabflex.config import CONFIGS
 from tabzoo_tabflex.model import TabFlex
 
-__all__ = ["make_case", "make_model", "context_repr", "forward"]
+__all__ = ["context_repr", "forward", "make_case", "make_model", "make_retrieval_case", "retrieval_forward"]
 
 CONFIG = CONFIGS["tiny"]
 
@@ -75,4 +77,48 @@ def make_case() -> ConformanceCase:
         max_rows=24,
         scaling_axes={"linear_in_rows": ScalingAxis(make_inputs=_rows_inputs, base_n=256)},
         description="tiny TabFlex: linear attention, context-only keys",
+    )
+
+
+# -- the retrieval context (issue 28 item 2) through the estimator ---------------------------------------
+def retrieval_forward(model: Any, x: Any, y: Any, n_context: int) -> torch.Tensor:
+    """Log-probabilities ``[B, n_query, max_classes]`` of the query rows, each batch item fitted on its own
+    context through the estimator with local contexts (classes absent from a context: log 1e-9)."""
+    from tabzoo.table.validation import check_in_context_call
+
+    y_context = check_in_context_call(x, y, n_context, model.max_classes)
+    x = torch.as_tensor(x)
+    out = torch.full((x.shape[0], x.shape[1] - n_context, model.max_classes), float(np.log(1e-9)))
+    from tabzoo_tabflex.estimators import TabFlexClassifier
+
+    class _Given(TabFlexClassifier):
+        def _load_model(self) -> torch.nn.Module:  # the kit's tiny TabFlex, not a shipped checkpoint
+            return model
+
+    for b in range(x.shape[0]):
+        est = _Given(checkpoint="tabflex-small", n_estimators=1, context_strategy="local", local_size=16,
+                     class_balance=0, feature_transforms=("none",), device="cpu", inference_precision="fp32")
+        est.fit(x[b, :n_context].numpy().astype(np.float64), y_context[b].numpy().astype(np.int64))
+        if x.shape[1] > n_context:
+            p = est.predict_proba(x[b, n_context:].numpy().astype(np.float64))
+            cols = torch.as_tensor(est.classes_.astype(np.int64))
+            out[b][:, cols] = torch.log(torch.as_tensor(p, dtype=torch.float32).clamp_min(1e-9))
+    return out
+
+
+def make_retrieval_case() -> ConformanceCase:
+    """The retrieval-context case (run by ``tests/test_retrieval_conformance.py``; not registered: it fits an
+    estimator per call, too slow for ``tabzoo conformance all``)."""
+    return ConformanceCase(
+        name="tabflex-retrieval",
+        make_model=make_model,
+        capabilities=(cap.IN_CONTEXT_DEFAULTS - {cap.BATCH_INDEPENDENCE}) | {cap.MISSING_VALUES},
+        config={"preset": "tiny", "context_strategy": "local", "local_size": 16},
+        protocol="in-context",
+        forward=retrieval_forward,
+        n_features=4,
+        n_classes=3,
+        max_rows=40,
+        factory="tabzoo_tabflex.conformance:make_retrieval_case",
+        description="tiny TabFlex through the estimator with local (retrieval) contexts of 16-row clusters",
     )

@@ -67,7 +67,8 @@ _PARAMS_DOC = """
     :param context_strategy: ``"global"`` (every query reads the whole context), ``"local"`` (the context rows are
         clustered with a seeded, order-free k-means into groups of about ``local_size`` rows; each query row is
         answered from the ``1.5 * local_size`` rows nearest to its cluster's centre), ``"local+global"`` (the
-        geometric mean of both) or ``"auto"`` (default: ``"local+global"`` above ``AUTO_LOCAL_ROWS`` = 8,192 context
+        geometric mean of both), ``"select"`` (chosen per table on fine-tuning's inner split of the training rows:
+        a local mix only when it lowers the inner loss by > 1%; :mod:`tabzoo.train.retrieval`) or ``"auto"`` (default: ``"local+global"`` above ``AUTO_LOCAL_ROWS`` = 8,192 context
         rows, the longest prompts the shipped checkpoints were trained on, else ``"global"``). The checkpoints do not
         learn more from a larger global context; local contexts turn more rows into denser neighbourhoods.
         Not used beyond the head's class count (ECOC / class tree run on the global context).

@@ -110,11 +110,23 @@ def _check_schema(src: Source) -> None:
                              "scalar columns first.")
 
 
+def _scan_options(dataset: Any) -> dict[str, Any]:
+    """Parquet: no pre-buffering. pyarrow's default caches the byte ranges of every row group read so far
+    until the file is done (measured: its pool grew 93 -> 235 MB over 13 batches of 65,536 x 20; ~50 MB flat
+    without it)."""
+    import pyarrow.dataset as ds
+
+    if isinstance(getattr(dataset, "format", None), ds.ParquetFileFormat):
+        return {"fragment_scan_options": ds.ParquetFragmentScanOptions(pre_buffer=False)}
+    return {}
+
+
 def iter_tables(src: Source, columns: Sequence[str], batch_rows: int) -> Iterator[Any]:
     """``pyarrow.Table`` objects of ``columns``, exactly ``batch_rows`` rows each (the last one fewer).
 
     About ``3 * batch_rows`` rows are held at once (the pending rows, the next batch read ahead, the
-    table yielded), whatever the size of the source.
+    table yielded), whatever the size of the source; Parquet is read without pre-buffering, which
+    would keep every row group read so far until the file ends.
 
     :raises TabzooInputError: a missing column, or a file that fails to parse mid-way (ragged row,
         a non-number in a number column, bad UTF-8), naming the source and the fix.
@@ -130,7 +142,7 @@ def iter_tables(src: Source, columns: Sequence[str], batch_rows: int) -> Iterato
         # no read-ahead beyond one batch of one file: pyarrow's default (16 batches, 4 files) would
         # hold up to 16 x batch_rows rows besides the one being scored
         for batch in src.dataset.to_batches(columns=list(columns), batch_size=batch_rows, batch_readahead=1,
-                                            fragment_readahead=1):
+                                            fragment_readahead=1, **_scan_options(src.dataset)):
             if batch.num_rows == 0:
                 continue
             pending.append(batch)

@@ -156,11 +156,15 @@ def attention_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Mask
 
 # ----------------------------------------------------------------------------- flex
 def _flex_available() -> bool:
+    """Whether this torch ships flex_attention, found WITHOUT importing it: the import costs ~6 s
+    of CPU (it pulls in torch.fx's symbolic shapes) and every dispatch asks, also on CPU where flex
+    is refused unless forced (:func:`_flex_reasons`); the backend imports it when it runs."""
+    from importlib.util import find_spec
+
     try:
-        from torch.nn.attention import flex_attention  # noqa: F401
-    except ImportError:
+        return find_spec("torch.nn.attention.flex_attention") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 _FLEX_COMPILED: Any = None

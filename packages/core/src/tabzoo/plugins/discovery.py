@@ -132,9 +132,14 @@ def _read_cache(key: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("key") == key else None
 
 
+KEEP = 8
+"""Cache entries kept (the newest): environments that alternate (a virtual environment and a
+test's extra ``sys.path``, two allow-lists) would otherwise re-discover on every switch."""
+
+
 def _write_cache(key: str, data: dict[str, Any]) -> None:
-    """Write the cache atomically (temporary file, fsync, rename) and drop older entries; a cache
-    folder that cannot be written only costs speed."""
+    """Write the cache atomically (temporary file, fsync, rename) and drop all but the :data:`KEEP`
+    newest entries; a cache folder that cannot be written only costs speed."""
     target = _cache_file(key)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -148,9 +153,10 @@ def _write_cache(key: str, data: dict[str, Any]) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        for old in target.parent.glob("plugins-*.json"):
-            if old != target:
-                old.unlink(missing_ok=True)
+        older = sorted((f for f in target.parent.glob("plugins-*.json") if f != target),
+                       key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for old in older[KEEP - 1:]:
+            old.unlink(missing_ok=True)
     except OSError as exc:
         logger.debug("plugin discovery cache not written to %s: %s", target, exc)
 
