@@ -186,6 +186,7 @@ TABFLEX_FINE_TUNE: dict[str, Any] = {"steps": 100, "lr": 1e-3, "progress": False
 TABFLEX_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "tabflex-small": ("tabflex", {"checkpoint": "tabflex-small"}),
     "tabflex-icl": ("tabflex", {"checkpoint": "tabflex-icl"}),
+    "tabflex-long": ("tabflex", {"checkpoint": "tabflex-long"}),  # issue 30: GPU-pretrained on long contexts
     "tabflex-ft": ("tabflex", {"checkpoint": "tabflex-small", "fine_tune": TABFLEX_FINE_TUNE}),
     "tabflex-icl-ft": ("tabflex", {"checkpoint": "tabflex-icl", "fine_tune": TABFLEX_FINE_TUNE}),
 }

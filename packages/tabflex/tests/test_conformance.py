@@ -19,7 +19,7 @@ def test_plugin_registers_the_architecture_and_case() -> None:
 
     spec = get_architecture("tabflex")
     assert {"in_context", "query_independence", "context_order_invariance", "linear_in_rows"} <= spec.capabilities
-    assert spec.pretrained == ("tabflex-small", "tabflex-icl")
+    assert spec.pretrained == ("tabflex-small", "tabflex-icl", "tabflex-long")
     model = spec.create({"preset": "tiny"})
     assert model.max_features == 16 and model.cfg.n_layers == 2
     names = [getattr(c, "name", c) for c in list_conformance_cases()]

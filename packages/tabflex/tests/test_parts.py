@@ -154,3 +154,20 @@ def test_tabflex_icl_checkpoint_loads_offline_with_metadata() -> None:
     import torch
 
     assert not torch.equal(model.x_encoder.weight, small.x_encoder.weight)
+
+
+def test_tabflex_long_checkpoint_loads_offline_with_metadata() -> None:
+    """The GPU-pretrained continuation of tabflex-icl (issue 30): longer contexts, same architecture."""
+    import json
+
+    import torch
+    from tabzoo_tabflex.estimators import _CKPT_DIR, load_tabflex
+
+    meta = json.loads((_CKPT_DIR / "tabflex-long.json").read_text())
+    assert meta["prior"] == "icl" and meta["steps"] == 800 and meta["extra"]["episodes_seen"] == 25600
+    assert meta["config"]["train_rows"] == 16384
+    assert meta["extra"]["train_config"]["init_from"].endswith("tabflex-icl")
+    model = load_tabflex("tabflex-long")
+    icl = load_tabflex("tabflex-icl")
+    assert model.max_features == icl.max_features == 100 and not model.training
+    assert not torch.equal(model.x_encoder.weight, icl.x_encoder.weight)

@@ -62,7 +62,7 @@ def test_icl_recipe_starts_from_the_shipped_weights(tmp_path) -> None:
     assert meta["prior"] == "icl" and meta["extra"]["train_config"]["init_from"].endswith("tabflex-small")
 
 
-@pytest.mark.parametrize("run", ["tabflex-small", "tabflex-icl"])
+@pytest.mark.parametrize("run", ["tabflex-small", "tabflex-icl", "tabflex-long"])
 def test_kept_training_state_exports_the_shipped_checkpoint(tmp_path, run) -> None:
     """``pretraining/<run>`` keeps only the training state; exported, it is the shipped checkpoint
     (same weights, architecture, step), so the repository holds no second copy of the weights."""

@@ -36,6 +36,8 @@ def _cases() -> dict[str, tuple[Any, str, str]]:
                                   "predict_proba")
         out[f"{ck}/reg-mean"] = (TabFlexRegressor(ck, n_estimators=3, **common), "yr", "predict")
         out[f"{ck}/reg-mode"] = (TabFlexRegressor(ck, n_estimators=2, point="mode", n_bins=12, **common), "yr", "predict")
+    out["tabflex-long/clf"] = (TabFlexClassifier("tabflex-long", n_estimators=4, categorical_features=[5], **common), "y3",
+                               "predict_proba")
     out["tabflex-small/clf-ecoc"] = (TabFlexClassifier("tabflex-small", n_estimators=2, **common), "y12", "predict_proba")
     out["tabflex-small/clf-tree"] = (TabFlexClassifier("tabflex-small", n_estimators=2, many_class="hierarchical",
                                                        **common), "y12", "predict_proba")

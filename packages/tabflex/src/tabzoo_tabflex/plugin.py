@@ -15,7 +15,7 @@ from tabzoo_tabflex.config import CONFIGS, TabFlexConfig
 plugin = ModelPlugin(
     spec_from_config(
         TabFlexConfig, name="tabflex", build="tabzoo_tabflex.model:build", preset="small", presets=CONFIGS,
-        exclude=("recipe",), capabilities=CAPABILITIES, kind="in-context", pretrained=("tabflex-small", "tabflex-icl"),
+        exclude=("recipe",), capabilities=CAPABILITIES, kind="in-context", pretrained=("tabflex-small", "tabflex-icl", "tabflex-long"),
         estimator="tabzoo_tabflex.estimators:TabFlexClassifier", regressor="tabzoo_tabflex.estimators:TabFlexRegressor",
         description="TabFlex (papers/004): TabPFN-style ICL with non-causal linear attention; "
                     "presets S100, L100, H1K, small (shipped), tiny",
