@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     est = load_estimator(args.model, device=args.device)
     report = export_onnx(est, args.out, overwrite=args.overwrite, flag="--out",
                          atol=DEFAULT_ATOL if args.atol is None else float(args.atol))
-    check = ("not checked (pip install onnxruntime to compare with PyTorch)" if report.max_abs_diff is None else
+    check = ("not checked (pip install 'tabzoo-core[onnx]' for onnxruntime, to compare with PyTorch)" if report.max_abs_diff is None else
              f"onnxruntime vs PyTorch on {report.checked_rows} probe rows: max |diff| {report.max_abs_diff:.2e}")
     print(f"wrote {report.path} ({report.bytes / 1e6:.1f} MB): x float32 [rows, {report.n_features}] -> "
           f"probabilities [rows, {len(report.classes)}] for classes {report.classes}; {check}")
