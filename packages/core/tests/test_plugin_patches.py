@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,16 @@ def test_in_process_loading_puts_the_core_back_and_withdraws_the_plugin(site: Pa
     assert [f.stage for f in records["tzpatchhook"].failures] == ["patch"]
 
 
-def test_a_plugin_that_only_imports_core_modules_is_not_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = patches.snapshot()
-    sys.modules.pop("tabzoo.kernels.memory", None)
-    import tabzoo.kernels.memory  # noqa: F401 - a newly imported core module adds names, patches none
-
-    assert patches.changes(before, patches.snapshot(), "tz_good") == {}
+def test_a_plugin_that_only_imports_core_modules_is_not_flagged() -> None:
+    """Importing a core module for the first time adds names and patches none. Run in a fresh process:
+    in this one the module may already be imported, and re-importing it would make new objects."""
+    code = ("import sys\nfrom tabzoo.plugins import patches\n"
+            "assert 'tabzoo.kernels.memory' not in sys.modules\n"
+            "before = patches.snapshot()\nimport tabzoo.kernels.memory\n"
+            "print(sorted(patches.changes(before, patches.snapshot(), 'tz_good')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_the_shipped_plugins_patch_nothing() -> None:
@@ -120,5 +125,9 @@ def test_the_shipped_plugins_patch_nothing() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split("\n")
-    assert {"tabflex []", "priors []", "npt []"} <= set(lines), out.stdout
+    shipped = {"tabflex", "priors", "npt", "multitab", "ramba", "orion-msp"}
+    installed = {ep.name for ep in metadata.entry_points(group="tabzoo")} & shipped
+    if not installed:
+        pytest.skip("no shipped plugin is installed in this environment (the isolated core session)")
+    assert {f"{name} []" for name in installed} <= set(lines), out.stdout
     assert all(line.endswith(" []") for line in lines if line), out.stdout
