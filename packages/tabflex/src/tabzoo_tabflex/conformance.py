@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
@@ -88,6 +89,10 @@ def retrieval_forward(model: Any, x: Any, y: Any, n_context: int) -> torch.Tenso
 
     y_context = check_in_context_call(x, y, n_context, model.max_classes)
     x = torch.as_tensor(x)
+    if x.shape[-1] > model.max_features:  # the estimator would subsample a wide table (its wide_mode); the
+        # model under test takes at most max_features columns, as the registered case's forward says
+        raise TabzooInputError(f"{x.shape[-1]} features > max_features={model.max_features} of this model; "
+                               "pass at most that many columns (the estimator's wide_mode reduces wider tables).")
     out = torch.full((x.shape[0], x.shape[1] - n_context, model.max_classes), float(np.log(1e-9)))
     from tabzoo_tabflex.estimators import TabFlexClassifier
 
