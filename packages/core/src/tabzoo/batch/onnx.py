@@ -99,6 +99,14 @@ def _yeo_johnson(x: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
 class _MemberGraph(nn.Module):
     """One member's fitted view (see :class:`tabzoo.estimators.members.MemberTransform`) as tensor constants."""
 
+    columns: torch.Tensor
+    lambdas: torch.Tensor
+    mean: torch.Tensor
+    std: torch.Tensor
+    features: torch.Tensor
+    z_mean: torch.Tensor
+    z_std: torch.Tensor
+
     def __init__(self, view: Any, width: int | None) -> None:
         super().__init__()
         t = view.transformer_
@@ -135,6 +143,13 @@ class QueryGraph(nn.Module):
 
     :param est: a fitted classifier that :func:`check_exportable` accepts.
     """
+
+    prescale: torch.Tensor
+    fill: torch.Tensor
+    center: torch.Tensor
+    scale: torch.Tensor
+    gather: torch.Tensor
+    prior: torch.Tensor
 
     def __init__(self, est: Any) -> None:
         super().__init__()
@@ -282,7 +297,8 @@ def _export_checked(est: Any, check_rows: int, atol: float, opset: int) -> tuple
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message="Constant folding")  # torch's note on a non-unit-step Slice
-        torch.onnx.export(graph, (torch.from_numpy(_probe_rows(est, 7, seed=1)),), buf, dynamo=False,
+        torch.onnx.export(graph, (torch.from_numpy(_probe_rows(est, 7, seed=1)),), buf,  # type: ignore[arg-type]
+                          dynamo=False,
                           input_names=["x"], output_names=["probabilities"],
                           dynamic_axes={"x": {0: "rows"}, "probabilities": {0: "rows"}}, opset_version=opset)
     model = onnx.load_from_string(buf.getvalue())
