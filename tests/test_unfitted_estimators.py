@@ -20,7 +20,8 @@ ESTIMATORS = [
     ("tabzoo_npt", "NPTImputer"), ("tabzoo_multitab", "MultiTabEstimator"),
 ]
 _NOT_METHODS = {"fit", "fit_predict", "fit_transform", "get_params", "set_params", "load", "get_metadata_routing",
-                "set_output", "use_checkpoint"}  # use_checkpoint configures the estimator before fit
+                "set_output", "use_checkpoint", "memory_estimate"}
+# use_checkpoint configures the estimator before fit; NPT's memory_estimate works from shapes before fit
 
 
 def _methods(cls: type) -> list[str]:
