@@ -105,6 +105,13 @@ def test_in_process_loading_puts_the_core_back_and_withdraws_the_plugin(site: Pa
     assert [f.stage for f in records["tzpatchhook"].failures] == ["patch"]
 
 
+def _stdout_of_fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter (so nothing this process imported counts)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def test_a_plugin_that_only_imports_core_modules_is_not_flagged() -> None:
     """Importing a core module for the first time adds names and patches none. Run in a fresh process:
     in this one the module may already be imported, and re-importing it would make new objects."""
@@ -112,22 +119,20 @@ def test_a_plugin_that_only_imports_core_modules_is_not_flagged() -> None:
             "assert 'tabzoo.kernels.memory' not in sys.modules\n"
             "before = patches.snapshot()\nimport tabzoo.kernels.memory\n"
             "print(sorted(patches.changes(before, patches.snapshot(), 'tz_good')))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]", out.stdout
+    stdout = _stdout_of_fresh_python(code)
+    assert stdout.strip() == "[]", stdout
 
 
 def test_the_shipped_plugins_patch_nothing() -> None:
-    code = ("from importlib import metadata\nfrom tabzoo.plugins import patches\n"
-            "for ep in metadata.entry_points(group='tabzoo'):\n"
-            "    before = patches.snapshot()\n    ep.load()\n"
-            "    print(ep.name, sorted(patches.changes(before, patches.snapshot(), ep.value.split('.')[0])))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.split("\n")
     shipped = {"tabflex", "priors", "npt", "multitab", "ramba", "orion-msp"}
     installed = {ep.name for ep in metadata.entry_points(group="tabzoo")} & shipped
     if not installed:
         pytest.skip("no shipped plugin is installed in this environment (the isolated core session)")
-    assert {f"{name} []" for name in installed} <= set(lines), out.stdout
-    assert all(line.endswith(" []") for line in lines if line), out.stdout
+    code = ("from importlib import metadata\nfrom tabzoo.plugins import patches\n"
+            "for ep in metadata.entry_points(group='tabzoo'):\n"
+            "    before = patches.snapshot()\n    ep.load()\n"
+            "    print(ep.name, sorted(patches.changes(before, patches.snapshot(), ep.value.split('.')[0])))\n")
+    stdout = _stdout_of_fresh_python(code)
+    lines = stdout.split("\n")
+    assert {f"{name} []" for name in installed} <= set(lines), stdout
+    assert all(line.endswith(" []") for line in lines if line), stdout
