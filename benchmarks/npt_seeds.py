@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> None:
                 timeout = NPT_FIT_TIMEOUT_S if runner.name == "npt" else None
                 t0 = time.time()
                 res = _fit_one(runner, X, y, tr, te, labels, s, Counter(), timeout)
-                rec = {"table": spec.name, "task": spec.task, "model": runner.name, "split": s,
+                name = f"{runner.name}-{args.tag}" if args.tag and runner.name == "npt" else runner.name
+                rec = {"table": spec.name, "task": spec.task, "model": name, "split": s,
                        "train_rows": int(len(tr)), "test_rows": int(len(te)), "started_unix": round(t0),
                        "load_avg": os.getloadavg()[0]} | res
                 with open(args.out, "a", encoding="utf-8") as fh:
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--tables", default=None, help="comma-separated (default: the 18 tables of the NPT suite run)")
     r.add_argument("--models", default=",".join(("npt", *PEERS)))
     r.add_argument("--out", required=True, help="JSONL, appended to")
+    r.add_argument("--tag", default="", help="NPT's records are named npt-TAG (e.g. another code version)")
     s = sub.add_parser("summary")
     s.add_argument("records", nargs="+", help="JSONL files of `run`")
     s.add_argument("--seed0", default=None, help="suite JSON whose split-0 records join in")

@@ -85,3 +85,14 @@ def test_predict_estimate_counts_one_partition_and_stays_near_the_measured_peak(
     assert partition_rows(10_000, 4096) == 3334 and partition_rows(4096, 4096) == 4096
     cfg = reg._config((0,) * 11)
     assert predict_bytes(cfg, 0, 40_000, 4096, 256) < predict_bytes(cfg, 0, 4096, 4096, 256) * 1.01
+
+
+def test_many_string_classes() -> None:
+    """Deliver item 5: string labels and many classes (40 here; each a one-hot target width)."""
+    rng = np.random.default_rng(0)
+    y = np.array([f"class-{i:02d}" for i in np.arange(120) % 40], dtype=object)
+    X = rng.standard_normal((120, 2)) + (np.arange(120) % 40)[:, None] / 10
+    clf = NPTClassifier(preset="tiny", steps=3, validation_fraction=0.0).fit(X, y)
+    proba = clf.predict_proba(X[:7])
+    assert proba.shape == (7, 40) and np.allclose(proba.sum(axis=1), 1.0)
+    assert clf.classes_.tolist() == sorted(set(y.tolist())) and set(clf.predict(X)) <= set(y.tolist())
