@@ -50,12 +50,13 @@ def run(args: argparse.Namespace) -> None:
     splits = [int(s) for s in args.splits.split(",")]
     tables = [get_table(t) for t in (args.tables.split(",") if args.tables else SUITE_TABLES)]
     models = set(args.models.split(","))
+    overrides = {k: json.loads(v) for k, _, v in (item.partition("=") for item in args.set)}
     for s in splits:
         for spec in tables:
             X, y = load_table(spec)
             tr, te = make_split(y.to_numpy(), spec.task, s, 500, 500)
             labels = sorted(y.unique().tolist()) if spec.task == "classification" else None
-            zoo, _ = discover_tabzoo(spec.task, {"npt": NPT_SETTINGS}, set())
+            zoo, _ = discover_tabzoo(spec.task, {"npt": NPT_SETTINGS | overrides}, set())
             peers, _ = peer_runners(spec.task, set(PEERS))
             for runner in [r for r in zoo if r.name == "npt"] + peers:
                 if runner.name not in models:
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--models", default=",".join(("npt", *PEERS)))
     r.add_argument("--out", required=True, help="JSONL, appended to")
     r.add_argument("--tag", default="", help="NPT's records are named npt-TAG (e.g. another code version)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="override one NPT setting")
     s = sub.add_parser("summary")
     s.add_argument("records", nargs="+", help="JSONL files of `run`")
     s.add_argument("--seed0", default=None, help="suite JSON whose split-0 records join in")
