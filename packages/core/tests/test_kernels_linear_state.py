@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tabzoo import kernels as K
 from tabzoo.errors import TabzooInputError
-from tabzoo.kernels.registry import _BACKENDS, ENV_VAR
+from tabzoo.kernels.op_registry import _BACKENDS, ENV_VAR
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = {torch.float32: 2e-4, torch.bfloat16: 3e-2}

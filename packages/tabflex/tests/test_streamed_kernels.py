@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 from tabzoo import kernels as K
-from tabzoo.kernels.registry import _BACKENDS, ENV_VAR
+from tabzoo.kernels.op_registry import _BACKENDS, ENV_VAR
 from tabzoo_tabflex.model import TabFlex
 
 
