@@ -140,7 +140,9 @@ def one_model(session: nox.Session) -> None:
 def ray(session: nox.Session) -> None:
     """The Ray path of tabzoo.batch (``tabzoo-core[ray]``) with a local ``ray.init(num_cpus=2)``. Not in
     the default sessions (ray is a large install); run it on purpose: ``uv run nox -s ray``."""
-    _sync(session, "--package=tabzoo-core", "--group=test", "--extra=ray")
+    # Bytecode compiled at install: the raylet gives its agents 15 s to start, and compiling ray's modules
+    # at each start (PYTHONDONTWRITEBYTECODE keeps none) costs several of them on a loaded machine.
+    _sync(session, "--package=tabzoo-core", "--group=test", "--extra=ray", "--compile-bytecode")
     session.run("python", "-m", "pytest", "packages/core/tests/test_batch_ray.py", "-q", "-p", "no:cacheprovider",
                 "-rs", *session.posargs, env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
 
