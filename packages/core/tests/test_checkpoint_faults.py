@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-import random
 import signal
 import subprocess
 import sys
