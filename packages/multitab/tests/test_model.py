@@ -199,3 +199,20 @@ def test_narrow_inter_sample_block_has_fewer_parameters_and_checks_its_width() -
         _model(row_dim=-1)
     with pytest.raises(TabzooInputError, match="row_heads=4 must divide row_dim = 6"):
         _model(row_dim=6, row_heads=4)
+
+
+def test_row_scope_self_keeps_rows_apart_but_keeps_the_row_block() -> None:
+    """``row_scope="self"``: a row's output ignores the other rows (as without inter-sample
+    attention), yet the per-row block still acts (outputs differ from a model without it)."""
+    x_num, x_cat = _inputs(1, 6, 3)
+    x2 = x_num.clone()
+    x2[0, 5] += 3.0
+    with torch.no_grad():
+        own = _model(2, row_scope="self")
+        a, b = own(x_num, x_cat), own(x2, x_cat)
+        torch.testing.assert_close(a[0, :5], b[0, :5])
+        assert (a[0, 5] - b[0, 5]).abs().max() > 1e-5
+        assert (own(x_num, x_cat) - _model(2, inter_sample=False)(x_num, x_cat)).abs().max() > 1e-4
+        torch.testing.assert_close(own(x_num, x_cat, n_context=3), a)  # the context mask changes nothing
+    with pytest.raises(TabzooInputError, match="row_scope"):
+        _model(row_scope="batch")

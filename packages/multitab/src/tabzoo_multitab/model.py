@@ -126,7 +126,9 @@ class MultiTabNet(nn.Module):
             raise TabzooInputError(f"n_context={n_context} must be in 1..{n} (the rows passed).")
         h = self.embed(x_num, x_cat)  # [B, N, d, e]
         h = torch.cat([h, self.task_tokens.expand(b, n, -1, -1)], dim=2)
-        rmask = row_mask(n, n_context, query_mask)
+        rmask: Mask | torch.Tensor | None = row_mask(n, n_context, query_mask)
+        if self.cfg.row_scope == "self":  # each row reads only itself
+            rmask = torch.eye(n, dtype=torch.bool, device=x_num.device).expand(b, n, n)
         for block in self.blocks:
             h = block(h, self._fmask, rmask)
         return h
