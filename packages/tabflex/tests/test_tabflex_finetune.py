@@ -37,3 +37,16 @@ def test_regressor_fine_tunes_on_its_bins() -> None:
     rec = est.fine_tune_
     assert rec["steps"] == 6 and rec["kept"] == (rec["best_loss"] < rec["baseline_loss"])
     assert np.isfinite(est.predict(x[240:260])).all()
+
+
+def test_regressor_skips_fine_tuning_when_a_shifted_member_has_too_many_bins() -> None:
+    """With ``bin_shift`` a member's shifted edges can give one bin more than member 0: at ``n_bins=10`` one
+    member had 11 classes, and fine-tuning raised 'class labels must lie in 0..9' (real-data suite,
+    regression-bins10 run). It must skip with the reason instead, as it does for 30 bins."""
+    x, y = load_diabetes(return_X_y=True)
+    est = TabFlexRegressor(checkpoint="tabflex-small", n_bins=10, n_estimators=4, fine_tune=FAST).fit(x[:240], y[:240])
+    counts = [est._fine_tune_targets(i)[1] for i in range(len(est.members_))]
+    assert max(counts) > 10  # the case of the bug: member 0 fits the head, another does not
+    rec = est.fine_tune_
+    assert rec["steps"] == 0 and not rec["kept"] and "classes in member" in rec["reason"]
+    assert np.isfinite(est.predict(x[240:260])).all()

@@ -234,10 +234,14 @@ class FineTuneMixin:
         n = int(self.X_context_.shape[0])  # type: ignore[attr-defined]
         if n < cfg.min_rows:
             return self._skip(f"{n} training rows, fewer than min_rows={cfg.min_rows}")
-        y, k = self._fine_tune_targets(0)
+        # every member's targets must fit the head: a regressor's members have their own (shifted) bins,
+        # so one member can have a class more than member 0
+        counts = [self._fine_tune_targets(i)[1] for i in range(len(self.members_))]  # type: ignore[attr-defined]
         limit = self._model_limit("max_classes")  # type: ignore[attr-defined]
-        if k < 2 or (limit is not None and k > limit):
-            return self._skip(f"{k} classes (the head takes 2..{limit}; beyond it the class tree / codes are used)")
+        for k in (max(counts), min(counts)):
+            if k < 2 or (limit is not None and k > limit):
+                return self._skip(f"{k} classes in member {counts.index(k)} (the head takes 2..{limit}; beyond it "
+                                  "the class tree / codes are used)")
         seed = int(self.members_[0].seed)  # type: ignore[attr-defined]
         train_rows, val_rows = self._inner_split(cfg)
         if train_rows is None or val_rows is None:
