@@ -13,6 +13,16 @@ from tabzoo.kernels.op_registry import ENV_VAR
 OPS = ["masked_attention", "linear_attention", "selective_scan"]
 
 
+@pytest.fixture(autouse=True)
+def _scan_cpu_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests name the eager default backends; the compiled scan (``cpu_fused``, used where
+    it is built) is off here so the choice does not depend on the machine (its own tests:
+    test_kernels_scan_cpu.py)."""
+    from tabzoo.kernels import scan_cpu
+
+    monkeypatch.setenv(scan_cpu.ENV_VAR, "0")
+
+
 def _attn_inputs(n: int = 8, requires_grad: bool = False) -> dict:
     q, k, v = torch.randn(3, 1, 2, n, 16).unbind(0)
     if requires_grad:
