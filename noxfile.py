@@ -99,9 +99,10 @@ def integration(session: nox.Session) -> None:
 def fuzz(session: nox.Session) -> None:
     """The fuzz tests with a thorough budget (CI runs them with 8 examples each in the core tests):
     bad command lines, files and estimator inputs (every plugin's estimators too, so every package is
-    installed); TABZOO_FUZZ_EXAMPLES sets the budget."""
+    installed); TABZOO_FUZZ_EXAMPLES sets the budget of the command-line and every-estimator fuzz, the
+    "random" hypothesis profile that of the others (twice CI's examples, fresh ones on every run)."""
     _sync(session, "--all-packages", "--group=dev")
-    env = {"HYPOTHESIS_PROFILE": "dev", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
+    env = {"HYPOTHESIS_PROFILE": "random", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages/core/tests").glob("test_fuzz_*.py"))
     session.run("python", "-m", "pytest", *tests, "packages/core/tests/test_cli_files.py", "-q", "-p",
