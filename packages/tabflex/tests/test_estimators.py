@@ -33,7 +33,7 @@ def test_classifier_probabilities_and_save_load(tmp_path) -> None:
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-icl" and clf.selection_.preferred == "S100"
+    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-long" and clf.selection_.preferred == "S100"
     stem = clf.save(tmp_path / "clf")
     again = TabFlexClassifier.load(stem)
     np.testing.assert_allclose(again.predict_proba(X[80:]), p, atol=1e-6)
