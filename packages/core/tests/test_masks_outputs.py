@@ -83,6 +83,50 @@ def test_block_layout_is_chunked(monkeypatch) -> None:
     assert outputs.chunked_nnz(mask, 67, 50) == full_nnz == int(mask.materialize(67, 50).sum())
 
 
+@SETTINGS
+@given(st.integers(0, 6), st.integers(0, 4), st.integers(0, 3), st.integers(1, 70), st.integers(1, 70),
+       st.integers(0, 2**31 - 1), st.booleans(), st.integers(1, 40))
+def test_sparse_union_is_counted_on_candidates_exactly(radius: int, glob: int, links: int, n_q: int, n_k: int,
+                                                       seed: int, fixed: bool, chunk: int) -> None:
+    """``window | global_tokens | random_links`` (ORION's row mask) is counted on each row's
+    candidate keys, O(n K) instead of O(n^2) (issue 23: its cost report took minutes at 32k
+    features); the count is exact, chunked or not, fixed-length links included."""
+    import pytest
+    from tabzoo.masks import outputs
+
+    if fixed:  # a fixed-length mask is square
+        n_q = n_k
+    mask = window(radius) | global_tokens(glob) | random_links(links, seed=seed, n=n_k if fixed else None)
+    counts = mask._row_counts(n_q, n_k)
+    assert counts is not None  # the sparse path, not the dense fallback
+    assert torch.equal(counts, mask.materialize(n_q, n_k).sum(dim=1))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(outputs, "CHUNK_ELEMENTS", chunk)
+        assert mask.nnz(n_q, n_k) == int(counts.sum())
+
+
+def test_sparse_union_count_is_fast_at_32k() -> None:
+    """The count at 32,768 + 4 positions evaluates O(n K) entries, never an [n, n] chunk."""
+    from tabzoo.masks import outputs
+
+    calls: list[int] = []
+    dense = outputs._dense
+
+    def spy(mask: Mask, a: int, b: int, n_k: int, device: object) -> torch.Tensor:
+        calls.append((b - a) * n_k)
+        return dense(mask, a, b, n_k, device)  # type: ignore[arg-type]
+
+    n = 32768 + 4
+    mask = global_tokens(4) | window(8) | random_links(2, seed=7)
+    outputs._dense, saved = spy, outputs._dense  # type: ignore[assignment]
+    try:
+        total = mask.nnz(n)
+    finally:
+        outputs._dense = saved  # type: ignore[assignment]
+    assert sum(calls) == 4 * n  # only the 4 global rows densely
+    assert 4 * n + (n - 4 - 16) * 17 <= total <= 4 * n + (n - 4) * (17 + 4 + 2)
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sized_masks(max_n=70), st.sampled_from([16, 32, 128]))
 def test_block_mask_matches_materialize(case: tuple[Mask, int, int], block: int) -> None:

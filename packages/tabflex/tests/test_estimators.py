@@ -9,6 +9,7 @@ pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import CheckpointError  # noqa: E402
+from tabzoo.testing.fixtures import blobs  # noqa: E402
 from tabzoo_tabflex.estimators import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     TabFlexClassifier,
@@ -18,20 +19,8 @@ from tabzoo_tabflex.estimators import (  # noqa: E402
 from tabzoo_tabflex.model import TabFlex  # noqa: E402
 
 
-def _blobs(n: int = 120, d: int = 5, k: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((k, d)) * 3
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.standard_normal((n, d)), y
-
-
-def test_shipped_checkpoint_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
-    def no_network(*args, **kwargs):
-        raise AssertionError("TabFlex tried to open a network connection")
-
-    monkeypatch.setattr(socket, "socket", no_network)
+@pytest.mark.usefixtures("no_network")
+def test_shipped_checkpoint_loads_offline() -> None:
     model = load_tabflex()
     assert isinstance(model, TabFlex) and model.max_features == 100 and model.max_classes == 10
     with pytest.raises(CheckpointError, match="shipped"):
@@ -39,7 +28,7 @@ def test_shipped_checkpoint_loads_offline(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_classifier_probabilities_and_save_load(tmp_path) -> None:
-    X, y = _blobs()
+    X, y = blobs()
     clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(X[:80], y[:80])
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
@@ -51,7 +40,7 @@ def test_classifier_probabilities_and_save_load(tmp_path) -> None:
 
 
 def test_wide_inputs_are_projected_not_subset() -> None:
-    X, y = _blobs(n=60, d=130, k=2)
+    X, y = blobs(n=60, d=130, k=2)
     clf = TabFlexClassifier(device="cpu", n_estimators=1, projection_seed=7, wide_features="project").fit(X, y)
     assert clf.projection_ is not None and clf.projection_.components_.shape == (130, 100)
     assert clf.selection_.project_to == 100
@@ -66,7 +55,7 @@ def test_wide_inputs_are_projected_not_subset() -> None:
 
 
 def test_more_classes_than_the_head() -> None:
-    X, y = _blobs(n=150, d=4, k=13, seed=1)
+    X, y = blobs(n=150, d=4, k=13, seed=1)
     y = np.arange(150) % 13  # every class present
     clf = TabFlexClassifier(device="cpu", n_estimators=1).fit(X, y)
     assert clf.selection_.hierarchical

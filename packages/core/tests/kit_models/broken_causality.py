@@ -91,6 +91,50 @@ class FlagAfterTwoDays(DerivedRelational):
         return (times + np.timedelta64(2 * DAY, "s") <= t) & ~is_seed
 
 
+class _Extra(DerivedRelational):
+    """:class:`DerivedRelational` plus ``0.1 * extra(db, t)`` per seed (the planted defect)."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        raise NotImplementedError
+
+    def forward(self, db: Any, seeds: list[tuple[str, Any, Any]]) -> torch.Tensor:
+        out = super().forward(db, seeds)
+        events = db.table("events")
+        add = [self.extra(events, pk, np.datetime64(t, "s")) for _, pk, t in seeds]
+        return out + 0.1 * torch.tensor(add, dtype=torch.float32)[:, None]
+
+
+class ReadsLaterTimestamps(_Extra):
+    """Reads only the TIMES of events after the cutoff (how far ahead they lie, in days), never
+    their values: kits that perturbed values but never moved timestamps across the cutoff saw
+    nothing."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        times = events.column("time").astype("datetime64[s]")
+        later = times[times > t]
+        return float(((later - t) / np.timedelta64(DAY, "s")).mean()) if later.size else 0.0
+
+
+class ReadsTiedLabels(_Extra):
+    """Reads the labels of the other events at exactly the seed time (a tie at the cutoff) as if
+    they were known: only ties at the cutoff, which earlier kits never created, show it."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        times = events.column("time").astype("datetime64[s]")
+        label = events.column("label").astype(np.float64)
+        return float(label[(times == t) & (events.column("event_id") != pk)].sum())
+
+
+class ReadsFutureInBuckets(_Extra):
+    """Reads the amounts of events after the cutoff only through 20-unit buckets (a histogram
+    feature): a small fixed perturbation almost never moves a bucket, the column's own spread does."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        times = events.column("time").astype("datetime64[s]")
+        amount = events.column("amount").astype(np.float64)
+        return float(np.floor(amount[times > t] / 20.0).sum())
+
+
 def causal_case(name: str = "derived_relational", model_cls: type[TinyRelational] | str = DerivedRelational,
                 **kw: Any) -> ConformanceCase:
     """A relational case on the toy database with a declared horizon of one day."""
@@ -106,5 +150,9 @@ BROKEN_CAUSALITY: list[tuple[str, Any]] = [
     ("reads a derived column inside the horizon", lambda: causal_case("derived_inside", DerivedAsSoonAsPast)),
     ("reads a derived column before its own (longer) horizon", lambda: causal_case(
         "derived_own_horizon", DerivedRelational, column_horizons={"delayed": float(2 * DAY)})),
+    ("reads only the timestamps of rows after the cutoff", lambda: causal_case("later_times", ReadsLaterTimestamps)),
+    ("reads the labels of rows tied with the seed time", lambda: causal_case("tied_labels", ReadsTiedLabels)),
+    ("reads future amounts through coarse buckets (needs scale-aware magnitudes)",
+     lambda: causal_case("future_buckets", ReadsFutureInBuckets)),
 ]
 """Each must fail time_causality; :func:`causal_case` itself (the correct model) passes."""

@@ -102,7 +102,9 @@ def _progress(as_json: bool, width: int, total: int) -> Any:
         done[0] += 1
         status = "NOT PROVEN" if r.status == "skipped" else r.status.upper()
         seconds = r.details.get("seconds")
-        took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
+        cpu = r.details.get("cpu_seconds")
+        took = f" ({seconds:.1f} s" + (f", {cpu:.1f} s CPU)" if isinstance(cpu, (int, float)) else ")") \
+            if isinstance(seconds, (int, float)) else ""
         if as_json:
             print(f"[{done[0]}/{total}] {r.case}-{r.check}: {status}{took}", file=sys.stderr, flush=True)
             return r

@@ -30,7 +30,7 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels import scan_cpu
-from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, define_op, dispatch, register_backend
 from tabzoo.kernels.scan_chunked import default_chunk_length, selective_scan_chunked
 
 __all__ = ["selective_scan", "default_chunk_length"]

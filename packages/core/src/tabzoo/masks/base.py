@@ -81,6 +81,16 @@ class Mask:
         """Allowed keys per query row, ``LongTensor [n_q]``, in O(n_q) memory; ``None`` if unknown."""
         return None
 
+    def _candidates(self, q: torch.Tensor, n_k: int) -> torch.Tensor | None:
+        """A superset of the keys each query row ``q`` (int64 ``[n]``, all ``>= _dense_rows()``) may
+        read, ``LongTensor [n, K]`` (entries outside ``[0, n_k)`` are ignored); ``None`` when the
+        mask cannot bound them (a union of such masks is then counted densely)."""
+        return None
+
+    def _dense_rows(self) -> int:
+        """The leading query rows whose keys :meth:`_candidates` does not bound (they may read any key)."""
+        return 0
+
     def _children(self) -> tuple[Mask, ...]:
         return ()
 
@@ -273,6 +283,11 @@ class Or(_NAry):
         for term in self.terms[1:]:
             out = out | term._eval(q, k, n_k)
         return out
+
+    def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor | None:
+        """Counted on each row's candidate keys when every operand bounds them (the sparse family
+        ``window | global_tokens | random_links``): O(n_q K), not O(n_q n_k)."""
+        return _out.sparse_row_counts(self, self.terms, n_q, n_k)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,33 @@ def _row_chunks(n_q: int, n_k: int, multiple: int = 1) -> list[tuple[int, int]]:
     return [(start, min(start + rows, n_q)) for start in range(0, n_q, rows)]
 
 
+def sparse_row_counts(mask: Mask, terms: tuple[Mask, ...], n_q: int, n_k: int) -> torch.Tensor | None:
+    """Allowed keys per query row of ``mask`` (the union of ``terms``), ``LongTensor [n_q]``, from
+    the terms' candidate keys (each a superset of what a row may read): the first
+    ``max(_dense_rows)`` rows are evaluated densely, every other row only on its candidates, each
+    distinct key once. ``None`` when a term gives no candidates."""
+    dense = min(max(t._dense_rows() for t in terms), n_q)
+    counts = torch.zeros(n_q, dtype=torch.int64)
+    if dense < n_q:
+        probe = [t._candidates(torch.arange(dense, dense + 1, dtype=torch.int64), n_k) for t in terms]
+        if any(p is None for p in probe):
+            return None
+        width = max(1, sum(int(p.shape[1]) for p in probe if p is not None))
+        for a, b in _row_chunks(n_q - dense, width):
+            q = torch.arange(dense + a, dense + b, dtype=torch.int64)
+            keys = torch.cat([t._candidates(q, n_k) for t in terms], dim=1)  # type: ignore[misc]
+            valid = (keys >= 0) & (keys < n_k)
+            keys = torch.where(valid, keys, torch.full_like(keys, -1))
+            ordered = keys.sort(dim=1).values
+            first = torch.ones_like(ordered, dtype=torch.bool)
+            first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+            allowed = mask._eval(q[:, None], ordered.clamp(min=0), n_k) & first & (ordered >= 0)
+            counts[dense + a:dense + b] = allowed.sum(dim=1)
+    for a, b in _row_chunks(dense, n_k):
+        counts[a:b] = _dense(mask, a, b, n_k, None).sum(dim=1)
+    return counts
+
+
 def chunked_nnz(mask: Mask, n_q: int, n_k: int) -> int:
     """Count allowed entries chunk by chunk over query rows."""
     return sum(int(_dense(mask, a, b, n_k, None).sum()) for a, b in _row_chunks(n_q, n_k))

@@ -78,6 +78,9 @@ class Window(Mask):
     def _eval(self, q: torch.Tensor, k: torch.Tensor, n_k: int | None) -> torch.Tensor:
         return (q - k).abs() <= self.radius
 
+    def _candidates(self, q: torch.Tensor, n_k: int) -> torch.Tensor:
+        return q[:, None] + torch.arange(-self.radius, self.radius + 1, dtype=torch.int64)[None]
+
     def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
         i = _rows(n_q)
         lo = (i - self.radius).clamp(min=0)
@@ -103,6 +106,12 @@ class GlobalTokens(Mask):
     def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
         i = _rows(n_q)
         return torch.where(i < self.k, n_k, min(self.k, n_k))
+
+    def _dense_rows(self) -> int:
+        return self.k
+
+    def _candidates(self, q: torch.Tensor, n_k: int) -> torch.Tensor:
+        return torch.arange(min(self.k, n_k), dtype=torch.int64)[None].expand(q.shape[0], -1)
 
 
 def _mix32(x: torch.Tensor | int) -> torch.Tensor | int:
@@ -182,6 +191,9 @@ class RandomLinks(Mask):
         if self.n is not None:
             out = out & (q < self.n)
         return out
+
+    def _candidates(self, q: torch.Tensor, n_k: int) -> torch.Tensor:
+        return self.draws(q, n_k)
 
     def _row_counts(self, n_q: int, n_k: int) -> torch.Tensor:
         if self.r == 0:

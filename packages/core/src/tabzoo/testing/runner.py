@@ -80,7 +80,7 @@ def run_check(
 
     if check not in CHECKS:
         raise TabzooInputError(f"no conformance check {check!r}; known checks: {list(CHECKS)}.")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         kwargs: dict[str, Any] = {"replay": dict(replay)} if replay else {}
         result = CHECKS[check](case, seed=seed, max_examples=max_examples, **kwargs)
@@ -90,6 +90,7 @@ def run_check(
     if result.status in ("failed", "error"):
         result.reproducer.setdefault("seed", seed)  # every failure can be rerun (CheckResult.rerun)
     result.details.setdefault("seconds", round(time.perf_counter() - start, 4))
+    result.details.setdefault("cpu_seconds", round(time.process_time() - cpu, 4))  # this process only, not a fresh worker
     result.details.setdefault("tolerance", case.effective_tolerance())
     reason = (expected_failures or {}).get(check)
     if reason:
