@@ -69,7 +69,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "r32": dict(row_dim=32),  # the narrow inter-sample block (item 3)
     "r32_lr5e3": dict(row_dim=32, lr=5e-3),
     "lr5e3_drop2": dict(lr=5e-3, dropout=0.2),
-    "self": dict(row_scope="self"),  # the inter-sample block reads each row only (the authors' rotary variant)
+    "self": dict(row_scope="self"),
+    "rff3": dict(row_ff_mult=3),  # inter-sample feed-forward 3 x 88 = 264 wide (paper: hidden size 256)  # the inter-sample block reads each row only (the authors' rotary variant)
 }
 SETTINGS = {"p0.6_t3_d3": dict(n_tasks=3, p=0.6, degrees=3), "p0.2_t3_d3": dict(n_tasks=3, p=0.2, degrees=3),
             "p0.6_t3_mixed": dict(n_tasks=3, p=0.6, degrees=[2, 3, 4]), "p1.0_t3_d3": dict(n_tasks=3, p=1.0, degrees=3),

@@ -86,6 +86,7 @@ class MultiTabEstimator(BaseEstimator):
         :class:`~tabzoo_multitab.config.MultiTabConfig`).
     :param row_scope: ``"rows"`` (the paper: inter-sample attention reads the other rows) or
         ``"self"`` (each row reads only itself: a per-row layer over the flattened row).
+    :param row_ff_mult: the inter-sample feed-forward's width as a multiple of its input width.
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
@@ -108,7 +109,7 @@ class MultiTabEstimator(BaseEstimator):
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
-                 row_scope: str = "rows") -> None:
+                 row_scope: str = "rows", row_ff_mult: int = 1) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -138,6 +139,7 @@ class MultiTabEstimator(BaseEstimator):
         self.task_tokens = task_tokens
         self.row_dim = row_dim
         self.row_scope = row_scope
+        self.row_ff_mult = row_ff_mult
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -184,7 +186,7 @@ class MultiTabEstimator(BaseEstimator):
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
                                  dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden,
                                  task_tokens=self.task_tokens, row_dim=int(self.row_dim),
-                                 row_scope=self.row_scope)
+                                 row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult))
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -234,7 +236,7 @@ class MultiTabEstimator(BaseEstimator):
         :param eval_set: ``(X_val, y_val)`` for early stopping instead of holding out
             ``val_fraction`` of the training rows.
         """
-        check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "head_hidden",
+        check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "row_ff_mult", "head_hidden",
                                          "n_context", "max_epochs", "patience"),
                      nonnegative_int=("row_dim",), positive=("lr",), nonnegative=("weight_decay",),
                      fraction=("dropout", "val_fraction"))
