@@ -120,3 +120,21 @@ def test_thorough_profile_reaches_real_sizes(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv(PROFILE_ENV, "thorough")
     result = run_check(case, cap.QUERY_INDEPENDENCE, max_examples=2)
     assert result.status == "failed" and result.reproducer["sizes"]["n_context"] > 1024 - 256, result
+
+
+def test_a_prestarted_worker_answers_the_first_determinism_check() -> None:
+    """``tabzoo conformance`` starts the fresh-process worker before its first check (issue 23 item
+    9: a cold start cost the first determinism check minutes of waiting under load); the warm-up
+    answer is consumed, and the check still runs its probe in that worker."""
+    from kit_models.broken import icl_case
+    from tabzoo.testing.checks import fresh
+
+    fresh._stop()
+    fresh.prestart()
+    assert fresh._WORKER and fresh._WORKER[0].pending == 1
+    worker = fresh._WORKER[0]
+    result = run_check(icl_case("tiny_icl"), cap.DETERMINISM)
+    assert result.status == "passed", result
+    assert fresh._WORKER[0] is worker and worker.pending == 0
+    hashed = run_check(icl_case("hash_seeded", "kit_models.broken_v3:HashSeeded"), cap.DETERMINISM)
+    assert hashed.status == "failed" and "fresh Python process" in hashed.message

@@ -9,7 +9,7 @@ pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import CheckpointError  # noqa: E402
-from tabzoo.testing.fixtures import blobs  # noqa: E402
+from tabzoo.testing.fixtures import blobs, mixed_frame  # noqa: E402
 from tabzoo_tabflex.estimators import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     TabFlexClassifier,
@@ -33,7 +33,7 @@ def test_classifier_probabilities_and_save_load(tmp_path) -> None:
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-icl" and clf.selection_.preferred == "S100"
+    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-long" and clf.selection_.preferred == "S100"
     stem = clf.save(tmp_path / "clf")
     again = TabFlexClassifier.load(stem)
     np.testing.assert_allclose(again.predict_proba(X[80:]), p, atol=1e-6)
@@ -114,12 +114,8 @@ def test_sklearn_compatible(estimator, check) -> None:
 
 
 def test_dataframe_with_categories_and_missing_values() -> None:
-    pd = pytest.importorskip("pandas", reason="needs pandas")
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.standard_normal(60), "b": pd.Categorical(rng.choice(["x", "y", "z"], 60)),
-                       "c": rng.standard_normal(60)})
-    df.loc[3, "a"] = np.nan
-    y = np.where(df["c"] > 0, "pos", "neg")
+    pytest.importorskip("pandas", reason="needs pandas")
+    df, y = mixed_frame()
     clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(df, y)
     assert list(clf.classes_) == ["neg", "pos"]
     p = clf.predict_proba(df.iloc[:10])

@@ -163,6 +163,10 @@ def run(args: argparse.Namespace) -> int:
         raise TabzooInputError(f"no check ran: none of --check {args.check} applies to {sorted(calls)}, whose checks "
                                f"are {calls}; name one of those (nothing is proven by running nothing).")
     emit = _progress(args.json, width, 1 if args.replay else total)
+    if not args.replay and any("determinism" in _wanted(c, args.check) for c in cases):
+        from tabzoo.testing.checks.fresh import prestart
+
+        prestart()  # the fresh-process worker starts up while the first checks run
     for r in results:
         emit(r)
     for case, registered in zip(cases, registrations, strict=True):

@@ -15,6 +15,7 @@ imports the ones it wants and they apply to its folder::
   machine (:func:`tabzoo.testing.profiles.pin_auto_precision_to_fp32`), for in-context plugins;
 * :func:`no_network`: a test that opens a socket fails (``@pytest.mark.usefixtures("no_network")``);
 * :func:`blobs`: the small Gaussian-blob classification table the estimator tests share;
+* :func:`mixed_frame`: a small pandas table with a categorical column and a missing value;
 * :func:`spy_backend`: counts the calls of one kernel backend of the op registry.
 
 Imports pytest, so only conftests and tests import it; torch loads when a fixture first runs.
@@ -32,7 +33,7 @@ import pytest
 
 from tabzoo.testing.profiles import pin_auto_precision_to_fp32, relax_rounding_xfails
 
-__all__ = ["auto_precision_is_fp32", "blobs", "no_network", "one_torch_thread", "pytest_collection_modifyitems",
+__all__ = ["auto_precision_is_fp32", "blobs", "mixed_frame", "no_network", "one_torch_thread", "pytest_collection_modifyitems",
            "spy_backend"]
 
 
@@ -81,6 +82,21 @@ def blobs(n: int = 120, d: int = 5, k: int = 3, seed: int = 0) -> tuple[np.ndarr
     centers = rng.standard_normal((k, d)) * 3
     y = rng.integers(0, k, n)
     return centers[y] + rng.standard_normal((n, d)), y
+
+
+def mixed_frame(n: int = 60, seed: int = 0) -> tuple[Any, np.ndarray]:
+    """A pandas table (needs pandas) with float columns ``a`` (one NaN, row 3) and ``c`` and a
+    categorical ``b`` (``x``/``y``/``z``), and string labels ``"pos"``/``"neg"`` (the sign of ``c``).
+
+    :return: the DataFrame ``[n, 3]`` and the labels ``[n]``.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.standard_normal(n), "b": pd.Categorical(rng.choice(["x", "y", "z"], n)),
+                       "c": rng.standard_normal(n)})
+    df.loc[3, "a"] = np.nan
+    return df, np.where(df["c"] > 0, "pos", "neg")
 
 
 @contextlib.contextmanager

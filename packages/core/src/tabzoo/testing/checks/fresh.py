@@ -96,11 +96,21 @@ class _Worker:
         self.stderr = tempfile.TemporaryFile(mode="w+")  # a file, so that warnings never fill a pipe
         self.proc = subprocess.Popen([sys.executable, "-m", "tabzoo.testing.checks.fresh"], env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.pending = 0  # answers of warm-up jobs not read yet
 
-    def ask(self, job: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+    def send(self, job: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
+
+    def ask(self, job: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        self.send(job)
+        while self.pending:  # a warm-up's answer comes first; its outcome does not matter
+            ready, waited = self._wait()
+            if not ready or not self.proc.stdout.readline():
+                break
+            self.pending -= 1
         ready, waited = self._wait()
         line = self.proc.stdout.readline() if ready else ""
         if not line:
@@ -189,6 +199,18 @@ def _stop() -> None:
         _WORKER.pop().close()
 
 
+def prestart() -> None:
+    """Start the worker now and let it import torch, the kit and the installed plugins while the
+    parent runs other checks (``tabzoo conformance`` calls this before its first check when a
+    case runs determinism): the first determinism check then does not wait for a cold start."""
+    try:
+        worker = _worker(_environment()[0])
+        worker.send({"warm": True})
+        worker.pending += 1
+    except OSError:  # no process could start: the determinism check reports it
+        pass
+
+
 def fresh_process_probe(case: ConformanceCase, s: int, data: int) -> tuple[torch.Tensor | None, str]:
     """The determinism probe computed by the worker process: ``(tensor, how)``, or ``(None, why not)``."""
     where = locate(case)
@@ -214,6 +236,11 @@ def _job(job: dict[str, Any]) -> None:
 
     from safetensors.torch import save_file
 
+    if job.get("warm"):  # prestart(): what every job needs, imported ahead
+        import tabzoo.testing.checks.misc  # noqa: F401
+
+        _registered("")
+        return
     if job.get("factory"):
         module, _, attr = job["factory"].partition(":")
         made = getattr(import_module(module), attr)(**job.get("factory_args", {}))
