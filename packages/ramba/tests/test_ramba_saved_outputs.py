@@ -42,9 +42,15 @@ def reference_outputs() -> dict[str, np.ndarray]:
     }
 
 
-def test_predictions_reproduce_the_saved_outputs() -> None:  # bitwise where written, else rtol 1e-5
+def test_predictions_reproduce_the_saved_outputs(monkeypatch) -> None:  # bitwise where written, else rtol 1e-5
+    # written with the eager chunked scan: the compiled one (used where it is built) rounds
+    # differently (rel. err ~2e-7 per call, more after fine-tuning steps), so it is off here
+    monkeypatch.setenv("TABZOO_SCAN_CPU", "0")
     saved.assert_all_reproduced(REFERENCE, reference_outputs(), atol=1e-6)
 
 
 if __name__ == "__main__":
+    import os
+
+    os.environ["TABZOO_SCAN_CPU"] = "0"  # as the test runs it
     saved.regenerate(REFERENCE, reference_outputs)
