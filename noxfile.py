@@ -99,9 +99,10 @@ def integration(session: nox.Session) -> None:
 def fuzz(session: nox.Session) -> None:
     """The fuzz tests with a thorough budget (CI runs them with 8 examples each in the core tests):
     bad command lines, files and estimator inputs (every plugin's estimators too, so every package is
-    installed); TABZOO_FUZZ_EXAMPLES sets the budget."""
+    installed); TABZOO_FUZZ_EXAMPLES sets the budget of the command-line and every-estimator fuzz, the
+    "random" hypothesis profile that of the others (twice CI's examples, fresh ones on every run)."""
     _sync(session, "--all-packages", "--group=dev")
-    env = {"HYPOTHESIS_PROFILE": "dev", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
+    env = {"HYPOTHESIS_PROFILE": "random", "TABZOO_FUZZ_EXAMPLES": os.environ.get("TABZOO_FUZZ_EXAMPLES", "100"),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "packages/core/tests").glob("test_fuzz_*.py"))
     session.run("python", "-m", "pytest", *tests, "packages/core/tests/test_cli_files.py", "-q", "-p",
@@ -140,7 +141,9 @@ def one_model(session: nox.Session) -> None:
 def ray(session: nox.Session) -> None:
     """The Ray path of tabzoo.batch (``tabzoo-core[ray]``) with a local ``ray.init(num_cpus=2)``. Not in
     the default sessions (ray is a large install); run it on purpose: ``uv run nox -s ray``."""
-    _sync(session, "--package=tabzoo-core", "--group=test", "--extra=ray")
+    # Bytecode compiled at install: the raylet gives its agents 15 s to start, and compiling ray's modules
+    # at each start (PYTHONDONTWRITEBYTECODE keeps none) costs several of them on a loaded machine.
+    _sync(session, "--package=tabzoo-core", "--group=test", "--extra=ray", "--compile-bytecode")
     session.run("python", "-m", "pytest", "packages/core/tests/test_batch_ray.py", "-q", "-p", "no:cacheprovider",
                 "-rs", *session.posargs, env={"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import best_time, exp_throughput, machine_info, matmul_gflops  # noqa: E402
 from tabzoo.kernels import list_backends  # noqa: E402
-from tabzoo.kernels.registry import _complete  # noqa: E402
+from tabzoo.kernels.op_registry import _complete  # noqa: E402
 
 LA = importlib.import_module("tabzoo.kernels.linear_attention")
 SCAN = importlib.import_module("tabzoo.kernels.selective_scan")

@@ -55,6 +55,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "stl_twin_cos100": dict(schedule="cosine", max_epochs=100, patience=100),
     "mlp_stl_cos100": dict(architecture="stl", schedule="cosine", max_epochs=100, patience=100),
     "mmoe_cos100": dict(architecture="mmoe", schedule="cosine", max_epochs=100, patience=100),
+    # small-n fixes (issue 26, session of 2026-11-27 afternoon): regularisation, width, step size, patience
+    "ctx32": dict(n_context=32),  # prediction context as wide as a training minibatch
+    "drop2": dict(dropout=0.2),
+    "drop3": dict(dropout=0.3),
+    "wd1e3": dict(weight_decay=1e-3),
+    "wd1e2": dict(weight_decay=1e-2),
+    "lr1e3b": dict(lr=1e-3),
+    "lr5e3": dict(lr=5e-3),
+    "e4": dict(d_embed=4),
+    "pat20": dict(patience=20),
+    "h16": dict(head_hidden=16),
+    "r32": dict(row_dim=32),  # the narrow inter-sample block (item 3)
+    "r32_lr5e3": dict(row_dim=32, lr=5e-3),
+    "lr5e3_drop2": dict(lr=5e-3, dropout=0.2),
+    "self": dict(row_scope="self"),  # the inter-sample block reads each row only (the authors' rotary variant)
 }
 SETTINGS = {"p0.6_t3_d3": dict(n_tasks=3, p=0.6, degrees=3), "p0.2_t3_d3": dict(n_tasks=3, p=0.2, degrees=3),
             "p0.6_t3_mixed": dict(n_tasks=3, p=0.6, degrees=[2, 3, 4]), "p1.0_t3_d3": dict(n_tasks=3, p=1.0, degrees=3),
@@ -67,7 +82,7 @@ def run(variant: str, setting: str, seed: int, args: argparse.Namespace) -> dict
     s = gen.sample(seed=args.data_seed)
     xs = [part.x.numpy() for part in (s.train, s.val, s.test)]
     ys = [part.y.numpy().astype(np.float64) for part in (s.train, s.val, s.test)]
-    kw = dict(BASE, **VARIANTS[variant], **json.loads(args.extra))
+    kw = {**BASE, **json.loads(args.extra), **VARIANTS[variant]}  # the variant wins over --extra
     t0 = time.perf_counter()
     if variant.startswith("stl_twin"):
         scores, epochs = [], []
@@ -107,7 +122,7 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--data-seed", type=int, default=0)
-    ap.add_argument("--extra", default="{}", help="JSON of estimator settings applied on top of every variant")
+    ap.add_argument("--extra", default="{}", help="JSON of estimator settings applied to every variant (a variant's own settings win)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summary", type=Path, help="print Δm of every variant against --reference from a JSONL file")
     ap.add_argument("--reference", default="stl_twin")

@@ -184,16 +184,19 @@ def _slope(ns: list[int], ys: list[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(xs, ls, strict=True)) / sum((a - mx) ** 2 for a in xs)
 
 
-def _timed(fn: Any, repeats: int, warmup: int = 1) -> tuple[float, float]:
-    """Best wall and best CPU (this thread) seconds of ``repeats`` calls after ``warmup`` calls.
-    CPU time is the steadier figure on a shared machine: it leaves out the time others ran."""
+def _timed(fn: Any, repeats: int, warmup: int = 1, inner: int = 1) -> tuple[float, float]:
+    """Best wall and best CPU (this thread) seconds per call over ``repeats`` rounds of ``inner``
+    calls each (a round's time divided by ``inner``), after ``warmup`` calls. CPU time is the
+    steadier figure on a shared machine: it leaves out the time others ran."""
     for _ in range(warmup):
         fn()
     wall, cpu = float("inf"), float("inf")
     for _ in range(repeats):
         w, c = time.perf_counter(), time.thread_time()
-        fn()
-        wall, cpu = min(wall, time.perf_counter() - w), min(cpu, time.thread_time() - c)
+        for _ in range(inner):
+            fn()
+        wall = min(wall, (time.perf_counter() - w) / inner)
+        cpu = min(cpu, (time.thread_time() - c) / inner)
     return wall, cpu
 
 
@@ -202,8 +205,10 @@ def _fwd_bwd(model: torch.nn.Module, call: Any) -> None:
     call().sum().backward()
 
 
-def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
-    from tabzoo.testing.checks.scaling import LiveBytes
+def _per_length(lengths: tuple[int, ...], measure: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The ``small`` Ramba (hashing encoder, seed 0, eval mode) and the dense transformer of equal
+    width, depth and FFN; ``measure(ramba, dense, length)`` at each length, each row echoed on
+    stderr as it comes. Returns (Ramba's config, rows)."""
     from tabzoo_ramba.model import RambaModel
 
     torch.manual_seed(0)
@@ -212,29 +217,42 @@ def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
     dense = DenseTransformer(cfg.d_model, cfg.n_heads, cfg.n_layers, 4 * cfg.d_model).eval()
     rows = []
     for length in lengths:
-        batch = _synthetic_batch(length, cfg.d_text)
-        x = torch.randn(1, batch["kind"].shape[1], cfg.d_model)
-        rec: dict[str, Any] = {"L": int(batch["kind"].shape[1]), "load_average": list(os.getloadavg())}
-        calls = {"ramba": (ramba, lambda b=batch: ramba(b)), "dense": (dense, lambda x=x: dense(x))}
-        for name, (model, fn) in calls.items():  # side by side, same length, same load
-            big = name == "dense" and length >= 8192
-            with torch.no_grad():
-                rec[f"{name}_s"], rec[f"{name}_cpu_s"] = _timed(fn, repeats=1 if big else 3, warmup=0 if big else 1)
-                tracker = LiveBytes()
-                with tracker:
-                    fn()
-                rec[f"{name}_peak_bytes"] = float(tracker.peak)
-            step = lambda m=model, f=fn: _fwd_bwd(m, f)  # noqa: E731
-            rec[f"{name}_fwdbwd_s"], rec[f"{name}_fwdbwd_cpu_s"] = _timed(step, repeats=1 if big else 2,
-                                                                           warmup=0 if big else 1)
+        rows.append(measure(ramba, dense, length))
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return cfg, rows
+
+
+def _scaling_one(ramba: torch.nn.Module, dense: torch.nn.Module, length: int) -> dict[str, Any]:
+    """Both models at one length, side by side under the same load: forward (no grad) and
+    forward + backward times and live-tensor peaks, and dense/Ramba ratios."""
+    from tabzoo.testing.checks.scaling import LiveBytes
+
+    batch = _synthetic_batch(length, ramba.cfg.d_text)
+    x = torch.randn(1, batch["kind"].shape[1], ramba.cfg.d_model)
+    rec: dict[str, Any] = {"L": int(batch["kind"].shape[1]), "load_average": list(os.getloadavg())}
+    calls = {"ramba": (ramba, lambda b=batch: ramba(b)), "dense": (dense, lambda x=x: dense(x))}
+    for name, (model, fn) in calls.items():
+        big = name == "dense" and length >= 8192
+        with torch.no_grad():
+            rec[f"{name}_s"], rec[f"{name}_cpu_s"] = _timed(fn, repeats=1 if big else 3, warmup=0 if big else 1)
             tracker = LiveBytes()
             with tracker:
-                step()
-            rec[f"{name}_fwdbwd_peak_bytes"] = float(tracker.peak)
-        for key in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s"):
-            rec[f"dense_over_ramba_{key}"] = rec[f"dense_{key}"] / rec[f"ramba_{key}"]
-        rows.append(rec)
-        print(json.dumps(rec), file=sys.stderr)
+                fn()
+            rec[f"{name}_peak_bytes"] = float(tracker.peak)
+        step = lambda m=model, f=fn: _fwd_bwd(m, f)  # noqa: E731
+        rec[f"{name}_fwdbwd_s"], rec[f"{name}_fwdbwd_cpu_s"] = _timed(step, repeats=1 if big else 2,
+                                                                       warmup=0 if big else 1)
+        tracker = LiveBytes()
+        with tracker:
+            step()
+        rec[f"{name}_fwdbwd_peak_bytes"] = float(tracker.peak)
+    for key in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s"):
+        rec[f"dense_over_ramba_{key}"] = rec[f"dense_{key}"] / rec[f"ramba_{key}"]
+    return rec
+
+
+def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
+    cfg, rows = _per_length(lengths, _scaling_one)
     ns = [r["L"] for r in rows]
     keys = [f"{m}_{k}" for m in ("ramba", "dense") for k in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s", "peak_bytes",
                                                            "fwdbwd_peak_bytes")]
@@ -255,14 +273,7 @@ def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
 
 def _cpu_ms(fn: Any, repeats: int = 10) -> float:
     """Best of 3 of the mean thread CPU time of ``repeats`` calls, in ms (after one warm-up call)."""
-    fn()
-    best = float("inf")
-    for _ in range(3):
-        c = time.thread_time()
-        for _ in range(repeats):
-            fn()
-        best = min(best, (time.thread_time() - c) / repeats)
-    return best * 1e3
+    return _timed(fn, repeats=3, warmup=1, inner=repeats)[1] * 1e3
 
 
 def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
@@ -297,17 +308,12 @@ def breakdown(out: dict[str, Any], lengths: tuple[int, ...]) -> None:
     """Where Ramba's forward goes (no grad, CPU ms per call, the scaling batch): the structure
     index, embedding, gates, and per block the SSM (of it: one direction, its scan alone and its
     conv) and the two attentions; next to the dense model's whole forward."""
-    from tabzoo_ramba.model import RambaModel
 
-    torch.manual_seed(0)
-    m = RambaModel({"preset": "small", "text_encoder": "hashing"}).eval()
-    c = m.cfg
-    dense = DenseTransformer(c.d_model, c.n_heads, c.n_layers, 4 * c.d_model).eval()
-    rows = []
-    for length in lengths:
+    def measure(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
         with torch.no_grad():
-            rows.append(_breakdown_one(m, dense, length))
-        print(json.dumps(rows[-1]), file=sys.stderr)
+            return _breakdown_one(m, dense, length)
+
+    c, rows = _per_length(lengths, measure)
     out["breakdown"] = {"rows": rows, "unit": "ms of this thread's CPU per call, forward under no_grad, best of 3",
                         "blocks": c.n_layers, "scan_calls_per_forward": 2 * c.n_layers}
 

@@ -98,42 +98,80 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
     return out
 
 
-def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace) -> dict[str, Any]:
-    """Ramba fine-tuned from a fresh init per seed on the serialized draw."""
+_VARIANT_KEYS = {"preset": str, "mixer": str, "text_encoder": str, "d_model": int, "n_layers": int, "lr": float,
+                 "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str}
+
+
+def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """``NAME:key=val,key=val`` -> (NAME, settings): the command-line defaults with the given keys
+    replaced (keys: see ``_VARIANT_KEYS``; ``init`` a shipped checkpoint to start from,
+    ``steps=0`` = zero-shot)."""
+    name, _, rest = spec.partition(":")
+    v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
+                         "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
+                         "max_rows": args.max_rows, "policy": "recent", "init": ""}
+    for item in filter(None, rest.split(",")):
+        key, _, val = item.partition("=")
+        if key not in _VARIANT_KEYS:
+            raise SystemExit(f"unknown variant key {key!r} in {spec!r}; use {sorted(_VARIANT_KEYS)}")
+        v[key] = _VARIANT_KEYS[key](val)
+    return name, v
+
+
+def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace,
+          variants: list[tuple[str, dict[str, Any]]], cache: dict[str, Any]) -> dict[str, Any]:
+    """Each variant per seed on the serialized draw (serialized once per sampler setting, kept in
+    ``cache``): a fresh init (seeded), or the ``init`` checkpoint, fine-tuned for ``steps`` (0 =
+    zero-shot)."""
     from tabzoo_ramba import Ramba, SamplerConfig
+    from tabzoo_ramba.pretraining import load_pretrained_model
     from tabzoo_ramba.train import finetune
 
-    sampler = SamplerConfig(n_child=args.n_child, max_expansions=8, max_rows=args.max_rows)
-    cfg = {"preset": args.preset, "text_encoder": args.text_encoder}
-    t0 = time.time()
-    base = Ramba(config=cfg, sampler=sampler, progress=False).bind(db, bt.task, bt.val_start)
-    seqs = {k: base._seqs(db, v.seeds) for k, v in draw.items()}
-    lens = [len(q.kind) for v in seqs.values() for q in v]
-    ser_s = time.time() - t0
-    print(f"  serialized {sum(len(v) for v in seqs.values())} seeds in {ser_s:.0f} s, mean {np.mean(lens):.0f} "
-          f"tokens", file=sys.stderr)
-    mu, sd = base.stats.get(bt.task.entity_table, bt.task.target) if base.stats else (0.0, 1.0)
-    runs = []
-    for s in seeds:
-        t1, c1 = time.time(), time.process_time()
-        r = Ramba(config=cfg, sampler=sampler, seed=s, progress=False)
-        r.task, r.stats = base.task, base.stats
-        res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd, val=seqs["val"],
-                       y_val=draw["val"].y, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                       eval_every=args.eval_every, seed=s, progress=False, encoder=r.encoder, predict=r._predict_seqs)
-        r.model.eval()
-        test = _metric(bt.task.kind, draw["test"].y, r._predict_seqs(seqs["test"]))
-        val = _metric(bt.task.kind, draw["val"].y, r._predict_seqs(seqs["val"]))
-        losses = [float(v) for v in res.losses]
-        runs.append({"seed": s, "test": test, "val": val, "wall_s": round(time.time() - t1, 1),
-                     "cpu_s": round(time.process_time() - c1, 1),
-                     "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]})
-        print(f"  ramba seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['wall_s']} s)", file=sys.stderr)
-    return {"ramba": _summary(runs) | {
-        "config": {**cfg, "resolved_text_encoder": base.model.cfg.text_encoder}, "sampler": str(sampler),
-        "budget": {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "eval_every": args.eval_every,
-                   "pretrained": None},
-        "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}}
+    out: dict[str, Any] = {}
+    for vname, v in variants:
+        sampler = SamplerConfig(n_child=v["n_child"], max_expansions=8, max_rows=v["max_rows"], policy=v["policy"])
+        cfg = {k: v[k] for k in ("preset", "text_encoder", "mixer", "d_model", "n_layers") if k in v}
+        if str(sampler) not in cache:
+            t0 = time.time()
+            base = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler,
+                         progress=False).bind(db, bt.task, bt.val_start)
+            seqs = {k: base._seqs(db, sp.seeds) for k, sp in draw.items()}
+            cache[str(sampler)] = (base, seqs, time.time() - t0)
+            print(f"  serialized {sum(len(x) for x in seqs.values())} seeds ({sampler}) in {time.time() - t0:.0f} s",
+                  file=sys.stderr)
+        base, seqs, ser_s = cache[str(sampler)]
+        lens = [len(q.kind) for x in seqs.values() for q in x]
+        mu, sd = base.stats.get(bt.task.entity_table, bt.task.target) if base.stats else (0.0, 1.0)
+        runs = []
+        for s in seeds:
+            t1, c1 = time.time(), time.process_time()
+            model = load_pretrained_model(v["init"]) if v["init"] else None
+            r = Ramba(model, config=None if model else cfg, sampler=sampler, seed=s, progress=False)
+            r.task, r.stats = base.task, base.stats
+            losses: list[float] = []
+            if v["steps"] > 0:
+                res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd,
+                               val=seqs["val"], y_val=draw["val"].y, steps=v["steps"], batch_size=v["batch_size"],
+                               lr=v["lr"], eval_every=args.eval_every, seed=s, progress=False, encoder=r.encoder,
+                               predict=r._predict_seqs)
+                losses = [float(x) for x in res.losses]
+            r.model.eval()
+            test = _metric(bt.task.kind, draw["test"].y, r._predict_seqs(seqs["test"]))
+            val = _metric(bt.task.kind, draw["val"].y, r._predict_seqs(seqs["val"]))
+            runs.append({"seed": s, "test": test, "val": val, "wall_s": round(time.time() - t1, 1),
+                         "cpu_s": round(time.process_time() - c1, 1),
+                         "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]
+                         if losses else None})
+            print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['cpu_s']} cpu s)", file=sys.stderr)
+            if v["init"] and v["steps"] == 0:
+                break  # a shipped checkpoint with no fine-tuning is one model, whatever the seed
+        key = "ramba" if vname == "ramba" else f"ramba-{vname}"
+        out[key] = _summary(runs) | {
+            "config": {**cfg, "resolved_text_encoder": r.model.cfg.text_encoder}, "sampler": str(sampler),
+            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
+                                                                          "pretrained": v["init"] or None},
+            "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
+    return out
 
 
 def main() -> None:
@@ -153,6 +191,10 @@ def main() -> None:
     p.add_argument("--text-encoder", default="auto")
     p.add_argument("--n-child", type=int, default=8)
     p.add_argument("--max-rows", type=int, default=48)
+    p.add_argument("--variant", action="append", default=[],
+                   help="NAME:key=val,... a Ramba variant (repeatable; keys preset, mixer, text_encoder, d_model, "
+                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init); default one 'ramba' "
+                        "with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
     p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
     args = p.parse_args()
@@ -168,18 +210,26 @@ def main() -> None:
                            "n": {k: len(v) for k, v in draw.items()}, "n_full": {k: len(v) for k, v in full.items()},
                            "draw_seed": 12345, "load_average_at_start": list(os.getloadavg()), "models": {}}
     print(f"{args.task}: {out['n']} of {out['n_full']}", file=sys.stderr)
-    out["models"].update(ramba(bt, db, draw, seeds, args))
+    path = Path(args.out) if args.out else RESULTS / f"ramba-tasks-model-{dt.date.today().isoformat()}.json"
+
+    def save() -> None:  # after every model, so a run cut short keeps what it measured
+        out["load_average_at_end"] = list(os.getloadavg())
+        out["total_s"] = round(time.time() - t0, 1)
+        res: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"tasks": {}}
+        res["machine"] = machine_info()
+        res["tasks"][args.task] = out
+        path.write_text(json.dumps(res, indent=1, default=float) + "\n")
+
+    if path.exists() and args.task in json.loads(path.read_text())["tasks"]:
+        print(f"replacing the earlier entry of {args.task} in {path}", file=sys.stderr)
+    variants = [parse_variant(v, args) for v in args.variant] or [parse_variant("ramba", args)]
+    cache: dict[str, Any] = {}
+    for variant in variants:
+        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache))
+        save()
     if not args.skip_gbdt:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
-    out["load_average_at_end"] = list(os.getloadavg())
-    out["total_s"] = round(time.time() - t0, 1)
-    path = Path(args.out) if args.out else RESULTS / f"ramba-tasks-model-{dt.date.today().isoformat()}.json"
-    res: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"tasks": {}}
-    if args.task in res["tasks"]:
-        print(f"replacing the earlier entry of {args.task} in {path}", file=sys.stderr)
-    res["machine"] = machine_info()
-    res["tasks"][args.task] = out
-    path.write_text(json.dumps(res, indent=1, default=float) + "\n")
+        save()
     print(json.dumps(out, indent=1, default=float))
 
 

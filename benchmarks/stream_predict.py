@@ -32,12 +32,12 @@ def _status(key: str = "VmHWM") -> int:
     return 0
 
 
-def make_data(folder: Path, rows: int) -> Path:
-    """``rows x 20`` standard-normal features in Parquet (written 1e6 rows at a time)."""
+def make_data(folder: Path, rows: int, row_group: int = 65536) -> Path:
+    """``rows x 20`` standard-normal features in Parquet (written 1e6 rows at a time, ``row_group`` rows a group)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = folder / f"rows-{rows}.parquet"
+    path = folder / (f"rows-{rows}.parquet" if row_group == 65536 else f"rows-{rows}-rg{row_group}.parquet")
     if path.exists():
         return path
     rng = np.random.default_rng(0)
@@ -46,7 +46,7 @@ def make_data(folder: Path, rows: int) -> Path:
         for start in range(0, rows, 1_000_000):
             n = min(1_000_000, rows - start)
             x = rng.normal(size=(n, FEATURES))
-            w.write_table(pa.table({c: x[:, j] for j, c in enumerate(names)}), row_group_size=65536)
+            w.write_table(pa.table({c: x[:, j] for j, c in enumerate(names)}), row_group_size=row_group)
     return path
 
 
@@ -99,7 +99,9 @@ def dask_run(stem: str, data: str, out: str, workers: int) -> dict[str, object]:
     from tabzoo.batch.dask import predict_partitions
 
     with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=None) as c, Client(c) as cl:
-        cl.run(lambda: __import__("tabzoo.batch.load"))  # workers started and imported before timing
+        from tabzoo.batch.load import load_estimator
+
+        cl.run(lambda: load_estimator(stem, device="cpu") and None)  # each worker loads (caches) it before timing
         t0 = time.perf_counter()
         ddf = dd.read_parquet(data, split_row_groups=True)
         predict_partitions(stem, ddf).to_parquet(out)
@@ -108,13 +110,26 @@ def dask_run(stem: str, data: str, out: str, workers: int) -> dict[str, object]:
     return {"mode": f"dask-{workers}-workers", "rows": n, "seconds": round(seconds, 2), "rows_per_s": round(n / seconds)}
 
 
+def _one_process(mode: str, stem: Path, data: Path, folder: Path, rows: int, batch_rows: int) -> dict[str, object]:
+    """:func:`one` in a fresh process (its own peak RSS); an error is recorded, not raised."""
+    cmd = [sys.executable, __file__, "--batch-rows", str(batch_rows), "--one", mode, str(stem), str(data),
+           str(folder / f"out-{mode}.parquet")]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if done.returncode != 0:
+        return {"mode": mode, "rows": rows, "error": done.stderr[-500:]}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000])
     ap.add_argument("--batch-rows", type=int, default=65536)
     ap.add_argument("--n-estimators", type=int, default=1)
-    ap.add_argument("--modes", nargs="+", default=["stream", "memory", "lightgbm"])
-    ap.add_argument("--dask", action="store_true", help="also Dask with 2 workers vs one process (smallest --rows)")
+    ap.add_argument("--modes", nargs="*", default=["stream", "memory", "lightgbm"],
+                    help="single-process measurements per --rows (none: only --dask)")
+    ap.add_argument("--dask", action="store_true",
+                    help="also Dask on a LocalCluster of 1 and of 2 worker processes (smallest --rows)")
+    ap.add_argument("--partition-rows", type=int, default=8192, help="Parquet row group = Dask partition (--dask)")
     ap.add_argument("--dir", default="/tmp/tabzoo-stream-bench")
     ap.add_argument("--out", default=None)
     ap.add_argument("--one", nargs=4, metavar=("MODE", "STEM", "DATA", "OUT"), help=argparse.SUPPRESS)
@@ -134,16 +149,12 @@ def main() -> None:
     for rows in args.rows:
         data = make_data(folder, rows)
         for mode in args.modes:
-            cmd = [sys.executable, __file__, "--batch-rows", str(args.batch_rows), "--one", mode, str(stem), str(data),
-                   str(folder / f"out-{mode}.parquet")]
-            done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-            if done.returncode != 0:
-                results.append({"mode": mode, "rows": rows, "error": done.stderr[-500:]})
-            else:
-                results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            results.append(_one_process(mode, stem, data, folder, rows, args.batch_rows))
             print(json.dumps(results[-1]), flush=True)
-    if args.dask:
-        data = make_data(folder, min(args.rows))
+    if args.dask:  # one process (streamed, no Dask), then LocalClusters of 1 and 2 worker processes
+        data = make_data(folder, min(args.rows), row_group=args.partition_rows)
+        results.append(_one_process("stream", stem, data, folder, min(args.rows), args.partition_rows))
+        print(json.dumps(results[-1]), flush=True)
         for workers in (1, 2):
             results.append(dask_run(str(stem), str(data), str(folder / f"dask-{workers}"), workers))
             print(json.dumps(results[-1]), flush=True)

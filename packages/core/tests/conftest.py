@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tabzoo.testing.profiles import register_hypothesis_profiles, relax_rounding_xfails
+from tabzoo.testing.fixtures import pytest_collection_modifyitems  # noqa: F401  (pytest finds it here)
+from tabzoo.testing.profiles import register_hypothesis_profiles
 
 register_hypothesis_profiles(ci=20)  # ci: derandomized; random: fresh examples (nox -s tests_random)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    relax_rounding_xfails(items)  # every other expected failure is strict
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -87,6 +87,25 @@ def test_refuses_what_the_graph_cannot_hold(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+def test_a_pass_that_cannot_be_traced_is_refused_with_the_alternative(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model whose forward pass fails under tracing (ORION-MSP's masks need the sequence length as an int)
+    is refused naming the model and the streaming alternative, and nothing is written."""
+    import torch
+    from tabzoo.batch.onnx import export_onnx
+
+    x, y = _data()
+    clf = _classifier(members=2).fit(x[:80], y[:80])
+
+    def untraceable(*a: object, **k: object) -> None:
+        raise TabzooInputError("n_q must be a positive int, got tensor(108); pass the sequence length.")
+
+    monkeypatch.setattr(torch.onnx, "export", untraceable)
+    with pytest.raises(TabzooInputError, match="ICLTestClassifier's forward pass cannot be traced.*predict_dataset"):
+        export_onnx(clf, tmp_path / "m.onnx")
+    assert not list(tmp_path.iterdir())
+
+
 def test_never_overwrites_without_asking(exported: tuple[ICLTestClassifier, Path], tmp_path: Path) -> None:
     from tabzoo.batch.onnx import export_onnx
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -110,37 +109,52 @@ def test_kill_9_at_every_step_of_a_save(tmp_path: Path, func: str, k: int) -> No
 
 
 WRITER = textwrap.dedent('''
-    import sys, torch
+    import os, random, signal, sys, time, torch
     from tabzoo.checkpoint import save_checkpoint
     torch.set_num_threads(1)
-    stem = sys.argv[1]
-    print("ready", flush=True)
-    i = 0
-    while True:
-        i += 1
-        v = float(i)
-        save_checkpoint(stem, {"a": torch.full((512, 512), v), "b": torch.full((512,), -v)},
-                        architecture="toy", config={}, extra={"value": v})
+    stem, rng = sys.argv[1], random.Random(int(sys.argv[2]))
+    for attempt in range(3):  # one interpreter (one torch import); each writer is a fork of it
+        pid = os.fork()
+        if pid == 0:
+            i = 0
+            while True:
+                i += 1
+                v = float(i)
+                save_checkpoint(stem, {"a": torch.full((512, 512), v), "b": torch.full((512,), -v)},
+                                architecture="toy", config={}, extra={"value": v})
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        print("killed", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, flush=True)
+        sys.stdin.readline()  # the test has checked the files
 ''')
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the writers are forks of one fresh interpreter")
 def test_kill_9_at_random_moments_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Three writers killed with SIGKILL at random moments of their save loop; after each, the files
+    hold one whole checkpoint (or none yet). The writers are forks of one fresh interpreter, so torch
+    is imported once, not three times."""
     stem = tmp_path / "ck"
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    rng = random.Random(16)
-    for _ in range(3):
-        proc = subprocess.Popen([sys.executable, str(script), str(stem)], stdout=subprocess.PIPE,
-                                env={**os.environ, "OMP_NUM_THREADS": "1"})
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        time.sleep(rng.uniform(0.05, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        try:
-            _assert_consistent(stem)
-        except CheckpointError as exc:
-            assert "does not exist" in str(exc), exc  # killed before its first save landed
+    proc = subprocess.Popen([sys.executable, str(script), str(stem), "16"], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        for _ in range(3):
+            assert proc.stdout.readline().strip() == b"killed True"
+            try:
+                _assert_consistent(stem)
+            except CheckpointError as exc:
+                assert "does not exist" in str(exc), exc  # killed before its first save landed
+            proc.stdin.write(b"\n")
+            proc.stdin.flush()
+        assert proc.wait(120) == 0
+    finally:
+        proc.kill()
+        proc.wait()
     _save(stem, -1.0, size=512)
     assert _assert_consistent(stem) == -1.0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json", "ck.safetensors", "writer.py"]

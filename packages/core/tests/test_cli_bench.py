@@ -34,12 +34,20 @@ raise SystemExit(2)
 '''
 
 
+HANGS = '''
+"""Blocks forever: a benchmark waiting on something that never comes."""
+import time
+time.sleep(3600)
+'''
+
+
 @pytest.fixture
 def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "benchmarks"
     folder.mkdir()
     (folder / "fast.py").write_text(textwrap.dedent(FAST))
     (folder / "gpu_only.py").write_text(textwrap.dedent(REFUSES))
+    (folder / "hangs.py").write_text(textwrap.dedent(HANGS))
     (folder / "_shared.py").write_text("'''a helper, not a benchmark'''\n")
     monkeypatch.chdir(tmp_path)
     return folder
@@ -48,7 +56,7 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_lists_the_scripts(bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--json"]) == 0
     scripts = json.loads(capsys.readouterr().out)
-    assert [s["name"] for s in scripts] == ["fast", "gpu_only"]
+    assert [s["name"] for s in scripts] == ["fast", "gpu_only", "hangs"]
     assert scripts[0]["summary"] == "A fast benchmark for the tests; prints JSON."
 
 
@@ -91,6 +99,18 @@ def test_a_failing_script_is_reported_and_keeps_nothing(bench: Path, capsys: pyt
     runs = {r["name"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
     assert runs["gpu_only"]["returncode"] == 2 and "no CUDA device" in runs["gpu_only"]["error"]
     assert runs["fast"]["error"] is None
+    assert [p.name.split("-")[0] for p in (bench / "results").iterdir()] == ["fast"]
+
+
+def test_a_hung_script_is_stopped_with_the_option_to_raise_the_limit(
+    bench: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "hangs", "fast", "--timeout", "1.5", "--out", "rep"]) == 1
+    captured = capsys.readouterr()
+    runs = {r["name"]: r for r in json.loads(captured.out)["runs"]}
+    assert runs["hangs"]["error"].startswith("HangError: benchmark hangs made no progress for 1.5 s")
+    assert "`tabzoo bench --timeout SECONDS` (now 1.5)" in runs["hangs"]["error"] and "HangError" in captured.err
+    assert runs["fast"]["error"] is None and Path(runs["fast"]["json"]).is_file()
     assert [p.name.split("-")[0] for p in (bench / "results").iterdir()] == ["fast"]
 
 

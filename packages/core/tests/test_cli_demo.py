@@ -173,6 +173,33 @@ def test_a_broken_demo_is_reported_and_the_others_still_run(
     assert listed and all((folder / name).is_file() for name in listed)
 
 
+HANGS = HOOKS.format(arch="toy_h", demo="run_demo") + '''
+import threading
+RELEASE = threading.Event()
+
+def run_demo(*, seed=0, quick=True):
+    RELEASE.wait()  # blocked: no CPU used, as a deadlocked fit would be
+    return []
+'''
+
+
+def test_a_hung_demo_is_stopped_with_the_option_to_raise_the_limit_and_the_others_are_kept(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_dist(site, "tz-demo-h", "tzh", "tz_demo_hangs", HANGS)
+    monkeypatch.setenv("TABZOO_LOAD_PLUGINS", "tza,tzh")
+    reset_registry()
+    try:
+        assert main(["demo", "--no-progress", "--timeout", "1.5"]) == 1
+    finally:
+        sys.modules["tz_demo_hangs"].RELEASE.set()  # let the abandoned thread end
+    out = capsys.readouterr().out
+    assert "tzh: FAILED (HangError: the demo of tzh made no progress for 1.5 s" in out
+    assert "`tabzoo demo --timeout SECONDS` (now 1.5)" in out
+    results = json.loads((_folder(out) / "results.json").read_text())["plugins"]
+    assert [(p["plugin"], len(p["rows"]), p["error"] is None) for p in results] == [("tza", 3, True), ("tzh", 0, False)]
+
+
 def test_the_last_line_lists_only_written_files(site: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from tabzoo.cli import _report

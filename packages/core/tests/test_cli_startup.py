@@ -63,6 +63,36 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(
         cli.main(["--debug", "plugins"])
 
 
+WARNS = """
+import sys, warnings
+from tabzoo import cli
+real = cli.build_parser
+
+def warn(args):
+    warnings.warn("the context was subsampled to 1,024 rows;\\n  pass max_context to keep more", UserWarning)
+    return 0
+
+def patched(argv=None):
+    parser = real(argv)
+    parser._subparsers._group_actions[0].choices["plugins"].set_defaults(func=warn)
+    return parser
+
+cli.build_parser = patched
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_warning_is_one_line_without_its_source_line_and_debug_keeps_pythons() -> None:
+    """Issue 24 item 8: a user sees ``tabzoo: warning: <message> (<category>)``, not a file, line
+    number and source line of tabzoo's internals; ``--debug`` shows Python's own format."""
+    run = [sys.executable, "-W", "always", "-c", WARNS]
+    err = subprocess.run([*run, "plugins"], capture_output=True, text=True, timeout=120).stderr
+    assert err == ("tabzoo: warning: the context was subsampled to 1,024 rows; pass max_context to keep more "
+                   "(UserWarning)\n"), err
+    err = subprocess.run([*run, "--debug", "plugins"], capture_output=True, text=True, timeout=120).stderr
+    assert err.startswith("<string>:7: UserWarning: the context was subsampled"), err
+
+
 def test_a_plugin_command_that_is_not_installed_names_the_install_command(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "_plugin_commands", lambda sub, wanted: None)  # as without tabzoo-ramba

@@ -47,3 +47,19 @@ def test_calibrated_estimate_runs_the_estimator_on_a_probe() -> None:
     guess = estimate_in_context(est, 300, 4, predict_rows=200)
     assert "calibrated on a probe run of 300 + 200 rows" in guess.detail
     assert guess.predict_bytes > 200 * 4 * 8 and guess.fit_seconds > 0 and guess.predict_seconds > 0
+
+
+def test_probe_models_the_tensor_peak_of_a_larger_pass() -> None:
+    """The probe's linear model (context and query-chunk rows, from three small profiled passes)
+    predicts the profiled tensor peak of a pass four times its query chunk within 30%."""
+    import numpy as np
+    from tabzoo.estimators.estimate import _probe, tensor_peak_bytes
+
+    pr = _probe(ICLTestClassifier(n_estimators=2, device="cpu"), 200, 4, 128)
+    assert pr.per_query > 0 and pr.fixed >= 0 and pr.per_context >= 0
+    rng = np.random.default_rng(1)
+    x, q = rng.normal(size=(200, 4)), rng.normal(size=(512, 4))
+    est = ICLTestClassifier(n_estimators=2, device="cpu", chunk_size=512, verbose=False).fit(x, x[:, 0] > 0)
+    est.predict_proba(q[:8])
+    measured = tensor_peak_bytes(lambda: est.predict_proba(q))[1]
+    assert pr.tensor_peak(200, 512) == pytest.approx(measured, rel=0.3)

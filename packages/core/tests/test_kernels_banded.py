@@ -10,7 +10,7 @@ from tabzoo import kernels as K
 from tabzoo import masks as M
 from tabzoo.kernels.attention import attention_reference
 from tabzoo.kernels.banded import MIN_TOKENS, attention_banded, decompose
-from tabzoo.kernels.registry import ENV_VAR
+from tabzoo.kernels.op_registry import ENV_VAR
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -12,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tabzoo import kernels as K
 from tabzoo.errors import TabzooInputError
-from tabzoo.kernels.registry import _BACKENDS, ENV_VAR
+from tabzoo.kernels.op_registry import ENV_VAR
+from tabzoo.testing.fixtures import spy_backend
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = {torch.float32: 2e-4, torch.bfloat16: 3e-2}
@@ -36,23 +35,6 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float, what: str) -> None:
 def _qkv(b: int, h: int, n: int, dh: int, dv: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(b, h, n, d, generator=g).to(dtype) for d in (dh, dh, dv))
-
-
-@contextlib.contextmanager
-def spy(op: str, name: str) -> Iterator[list[int]]:
-    """Count the calls of backend ``op/name`` (re-registered with a counting wrapper, then restored)."""
-    original = _BACKENDS[op][name]
-    calls: list[int] = []
-
-    def counted(**kw: object) -> object:
-        calls.append(1)
-        return original.fn(**kw)
-
-    _BACKENDS[op][name] = dataclasses.replace(original, fn=counted)
-    try:
-        yield calls
-    finally:
-        _BACKENDS[op][name] = original
 
 
 @SETTINGS
@@ -121,8 +103,10 @@ def test_bf16_state_keeps_fp32_sums() -> None:
 
 def test_use_reference_forces_the_reference_of_both_ops() -> None:
     q, k, v = _qkv(1, 2, 10, 8, 8, torch.float32, 1)
-    with spy("linear_attention_state", "reference") as st_calls, spy("linear_attention_read", "reference") as rd_calls, \
-            spy("linear_attention_state", "einsum") as st_fast, spy("linear_attention_read", "einsum") as rd_fast:
+    with spy_backend("linear_attention_state", "reference") as st_calls, \
+            spy_backend("linear_attention_read", "reference") as rd_calls, \
+            spy_backend("linear_attention_state", "einsum") as st_fast, \
+            spy_backend("linear_attention_read", "einsum") as rd_fast:
         with torch.no_grad():
             K.linear_attention_read(q, *K.linear_attention_state(k, v))
             assert (len(st_calls), len(rd_calls), len(st_fast), len(rd_fast)) == (0, 0, 1, 1)

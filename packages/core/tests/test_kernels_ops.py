@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tabzoo import kernels as K
 from tabzoo.errors import TabzooInputError
-from tabzoo.kernels.registry import ENV_VAR, _complete
+from tabzoo.kernels.op_registry import ENV_VAR, _complete
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = {torch.float32: 2e-4, torch.bfloat16: 5e-2}

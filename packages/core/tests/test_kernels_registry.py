@@ -8,9 +8,19 @@ import pytest
 import torch
 from tabzoo import kernels as K
 from tabzoo.errors import KernelNotSupportedError, PluginLoadError
-from tabzoo.kernels.registry import ENV_VAR
+from tabzoo.kernels.op_registry import ENV_VAR
 
 OPS = ["masked_attention", "linear_attention", "selective_scan"]
+
+
+@pytest.fixture(autouse=True)
+def _scan_cpu_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests name the eager default backends; the compiled scan (``cpu_fused``, used where
+    it is built) is off here so the choice does not depend on the machine (its own tests:
+    test_kernels_scan_cpu.py)."""
+    from tabzoo.kernels import scan_cpu
+
+    monkeypatch.setenv(scan_cpu.ENV_VAR, "0")
 
 
 def _attn_inputs(n: int = 8, requires_grad: bool = False) -> dict:
@@ -44,7 +54,7 @@ def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def toy_op():
     """A throwaway op 'toy_add' with two backends, removed afterwards."""
-    from tabzoo.kernels.registry import _BACKENDS, define_op
+    from tabzoo.kernels.op_registry import _BACKENDS, define_op
 
     define_op("toy_add", {"y": 1})
     yield "toy_add"
@@ -130,7 +140,7 @@ def test_priorities_order_and_defaults(toy_op: str) -> None:
     K.register_backend(K.Backend("a", toy_op, lambda x, y: x + y, priority=1))
     K.register_backend(K.Backend("b", toy_op, lambda x, y: x * 10 + y, priority=2,
                                  not_supported_reasons=lambda inp: [] if inp["y"] == 1 else ["y must be 1"]))
-    from tabzoo.kernels.registry import dispatch
+    from tabzoo.kernels.op_registry import dispatch
 
     assert [b.name for b in K.list_backends(toy_op)] == ["b", "a"]
     assert dispatch(toy_op, {"x": torch.tensor(2.0)}).item() == 21.0  # default y=1 filled in
@@ -164,7 +174,7 @@ def test_register_rejects_non_backend() -> None:
 
 @pytest.mark.parametrize("op", OPS)
 def test_cost_is_present_and_positive(op: str) -> None:
-    from tabzoo.kernels.registry import _complete
+    from tabzoo.kernels.op_registry import _complete
 
     inputs = _complete(op, _inputs(op))
     for backend in K.list_backends(op):
@@ -174,7 +184,7 @@ def test_cost_is_present_and_positive(op: str) -> None:
 
 
 def test_cost_models_match_the_documented_formulas() -> None:
-    from tabzoo.kernels.registry import _complete
+    from tabzoo.kernels.op_registry import _complete
 
     q, k, v = torch.randn(3, 2, 4, 256, 32).unbind(0)
     dense = {b.name: b.cost(_complete("masked_attention", {"q": q, "k": k, "v": v})) for b in K.list_backends("masked_attention")}
@@ -205,3 +215,16 @@ def test_mixed_devices_reason() -> None:
     fake = _scan_inputs()
     fake["x"] = torch.empty(2, 9, 3, device="meta")
     assert any("several device types" in r for r in backend.reasons(fake))
+
+
+def test_old_module_name_warns_and_is_the_op_registry() -> None:
+    import importlib
+    import sys
+
+    from tabzoo.kernels import op_registry
+
+    sys.modules.pop("tabzoo.kernels.registry", None)
+    with pytest.warns(DeprecationWarning, match="renamed tabzoo.kernels.op_registry"):
+        old = importlib.import_module("tabzoo.kernels.registry")
+    assert old is op_registry  # same objects, same backends: nothing registered twice
+    assert old._BACKENDS is op_registry._BACKENDS

@@ -12,7 +12,7 @@ import pytest
 import torch
 from tabzoo import kernels as K
 from tabzoo.errors import KernelNotSupportedError
-from tabzoo.kernels.registry import ENV_VAR, Cost
+from tabzoo.kernels.op_registry import ENV_VAR, Cost
 from tabzoo.kernels.triton import OPS, PRIORITY, interpreting
 
 pytest.importorskip("triton", reason="the Triton backends need the tabzoo-core[triton] extra")

@@ -16,7 +16,7 @@ import pytest
 import torch
 from tabzoo import kernels as K
 from tabzoo import masks as M
-from tabzoo.kernels.registry import ENV_VAR
+from tabzoo.kernels.op_registry import ENV_VAR
 from tabzoo.kernels.triton import implementation, interpreting
 
 pytestmark = pytest.mark.skipif(

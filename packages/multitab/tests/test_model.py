@@ -89,16 +89,17 @@ def test_none_mask_lets_task_tokens_interact() -> None:
     assert (moved[..., 5, :] - base[..., 5, :]).abs().max() > 1e-4
 
 
-@given(seed=st.integers(0, 1000), n=st.integers(2, 8))
-def test_inter_sample_attention_really_mixes_rows(seed, n) -> None:
+@given(seed=st.integers(0, 1000), n=st.integers(2, 8), row_dim=st.sampled_from([0, 8]))
+def test_inter_sample_attention_really_mixes_rows(seed, n, row_dim) -> None:
     """Changing another row changes a row's output; with inter-sample attention off it does not.
-    (The authors' rotary variant attended over a sequence of length 1 and mixed nothing.)"""
+    (The authors' rotary variant attended over a sequence of length 1 and mixed nothing.) The
+    narrow inter-sample block (``row_dim``) mixes rows too."""
     x_num, x_cat = _inputs(1, n, seed)
     x2 = x_num.clone()
     x2[0, n - 1] += 3.0 * torch.randn(3, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         for inter, should_change in ((True, True), (False, False)):
-            model = _model(seed % 7, inter_sample=inter)
+            model = _model(seed % 7, inter_sample=inter, row_dim=row_dim)
             a, b = model(x_num, x_cat), model(x2, x_cat)
             diff = (a[0, : n - 1] - b[0, : n - 1]).abs().max().item()
             if should_change:
@@ -107,8 +108,9 @@ def test_inter_sample_attention_really_mixes_rows(seed, n) -> None:
                 assert diff == 0.0
 
 
-def test_context_prediction_mask_isolates_queries() -> None:
-    model = _model()
+@pytest.mark.parametrize("row_dim", [0, 8])
+def test_context_prediction_mask_isolates_queries(row_dim) -> None:
+    model = _model(row_dim=row_dim)
     x_num, x_cat = _inputs(1, 10)
     with torch.no_grad():
         a = model(x_num, x_cat, n_context=6)
@@ -183,3 +185,34 @@ def test_single_shared_task_token_feeds_every_head() -> None:
         _model(task_tokens="single")
     with pytest.raises(TabzooInputError, match="task_tokens"):
         _model(task_tokens="two")
+
+
+def test_narrow_inter_sample_block_has_fewer_parameters_and_checks_its_width() -> None:
+    """``row_dim`` shrinks the inter-sample block (8 tokens x e 8 = 64 wide -> 16) and is validated."""
+    def count(m: MultiTabNet) -> int:
+        return sum(p.numel() for b in m.blocks for p in b.parameters())
+
+    full_model, narrow = _model(), _model(row_dim=16)
+    assert count(narrow) < count(full_model) / 2
+    assert narrow.blocks[0].rows.attn is not None and narrow.cfg.row_inner == 16
+    with pytest.raises(TabzooInputError, match="row_dim"):
+        _model(row_dim=-1)
+    with pytest.raises(TabzooInputError, match="row_heads=4 must divide row_dim = 6"):
+        _model(row_dim=6, row_heads=4)
+
+
+def test_row_scope_self_keeps_rows_apart_but_keeps_the_row_block() -> None:
+    """``row_scope="self"``: a row's output ignores the other rows (as without inter-sample
+    attention), yet the per-row block still acts (outputs differ from a model without it)."""
+    x_num, x_cat = _inputs(1, 6, 3)
+    x2 = x_num.clone()
+    x2[0, 5] += 3.0
+    with torch.no_grad():
+        own = _model(2, row_scope="self")
+        a, b = own(x_num, x_cat), own(x2, x_cat)
+        torch.testing.assert_close(a[0, :5], b[0, :5])
+        assert (a[0, 5] - b[0, 5]).abs().max() > 1e-5
+        assert (own(x_num, x_cat) - _model(2, inter_sample=False)(x_num, x_cat)).abs().max() > 1e-4
+        torch.testing.assert_close(own(x_num, x_cat, n_context=3), a)  # the context mask changes nothing
+    with pytest.raises(TabzooInputError, match="row_scope"):
+        _model(row_scope="batch")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -10,16 +12,13 @@ pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import TabzooInputError  # noqa: E402
+from tabzoo.testing.fixtures import blobs  # noqa: E402
 from tabzoo_npt import NPTClassifier, NPTImputer, NPTRegressor, corruption_test  # noqa: E402
 
 FAST = {"preset": "tiny", "steps": 40, "lr": 1e-2, "validation_fraction": 0.0}
 
 
-def _blobs(n: int = 120, d: int = 4, k: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((k, d)) * 3
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.standard_normal((n, d)), y
+_blobs = functools.partial(blobs, d=4)
 
 
 def test_classifier_learns_and_gives_probabilities() -> None:

@@ -11,6 +11,7 @@ pytest.importorskip("sklearn", reason="the estimator needs scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import CheckpointError, TabzooInputError  # noqa: E402
+from tabzoo.testing.fixtures import blobs, mixed_frame  # noqa: E402
 from tabzoo_orion_msp.estimators import (  # noqa: E402
     _CKPT_DIR,
     DEFAULT_CHECKPOINT,
@@ -20,24 +21,12 @@ from tabzoo_orion_msp.estimators import (  # noqa: E402
 from tabzoo_orion_msp.model import OrionMSP  # noqa: E402
 
 
-def _blobs(n: int = 120, d: int = 5, k: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((k, d)) * 3
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.standard_normal((n, d)), y
-
-
 def _meta() -> dict:
     return json.loads((_CKPT_DIR / f"{DEFAULT_CHECKPOINT}.json").read_text())
 
 
-def test_shipped_checkpoint_loads_offline_with_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
-    def no_network(*args, **kwargs):
-        raise AssertionError("ORION-MSP tried to open a network connection")
-
-    monkeypatch.setattr(socket, "socket", no_network)
+@pytest.mark.usefixtures("no_network")
+def test_shipped_checkpoint_loads_offline_with_metadata() -> None:
     model = load_orion()
     assert isinstance(model, OrionMSP) and model.max_classes == 10 and model.cfg.name == "small"
     meta = _meta()
@@ -49,7 +38,7 @@ def test_shipped_checkpoint_loads_offline_with_metadata(monkeypatch: pytest.Monk
 
 
 def test_probabilities_temperature_and_save_load(tmp_path) -> None:
-    X, y = _blobs()
+    X, y = blobs()
     clf = OrionMSPClassifier(device="cpu", n_estimators=2).fit(X[:80], y[:80])
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
@@ -64,7 +53,7 @@ def test_probabilities_temperature_and_save_load(tmp_path) -> None:
 
 
 def test_ensemble_is_deterministic_and_uses_shifts_and_shuffles() -> None:
-    X, y = _blobs(n=60, d=4)
+    X, y = blobs(n=60, d=4)
     a = OrionMSPClassifier(device="cpu", n_estimators=3, random_state=1).fit(X[:40], y[:40])
     b = OrionMSPClassifier(device="cpu", n_estimators=3, random_state=1).fit(X[:40], y[:40])
     np.testing.assert_array_equal(a.predict_proba(X[40:]), b.predict_proba(X[40:]))
@@ -73,7 +62,7 @@ def test_ensemble_is_deterministic_and_uses_shifts_and_shuffles() -> None:
 
 
 def test_more_classes_than_the_head_go_hierarchical() -> None:
-    X, _ = _blobs(n=150, d=4, k=13, seed=1)
+    X, _ = blobs(n=150, d=4, k=13, seed=1)
     y = np.arange(150) % 13
     clf = OrionMSPClassifier(device="cpu", n_estimators=1).fit(X, y)
     p = clf.predict_proba(X[:7])
@@ -84,7 +73,7 @@ def test_more_classes_than_the_head_go_hierarchical() -> None:
 
 
 def test_wider_tables_than_trained_use_feature_subsets_per_member() -> None:
-    X, y = _blobs(n=50, d=130, k=2)
+    X, y = blobs(n=50, d=130, k=2)
     clf = OrionMSPClassifier(device="cpu", n_estimators=2).fit(X, y)
     assert all(len(m.features) == 100 for m in clf.members_)
     assert set(clf.members_[0].features) != set(clf.members_[1].features)
@@ -92,12 +81,8 @@ def test_wider_tables_than_trained_use_feature_subsets_per_member() -> None:
 
 
 def test_dataframe_with_categories_and_missing_values() -> None:
-    pd = pytest.importorskip("pandas", reason="needs pandas")
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.standard_normal(60), "b": pd.Categorical(rng.choice(["x", "y", "z"], 60)),
-                       "c": rng.standard_normal(60)})
-    df.loc[3, "a"] = np.nan
-    y = np.where(df["c"] > 0, "pos", "neg")
+    pytest.importorskip("pandas", reason="needs pandas")
+    df, y = mixed_frame()
     clf = OrionMSPClassifier(device="cpu", n_estimators=2).fit(df, y)
     assert list(clf.classes_) == ["neg", "pos"]
     p = clf.predict_proba(df.iloc[:10])
@@ -124,7 +109,7 @@ def test_sklearn_compatible(estimator, check) -> None:
 
 def test_member_views_and_pad_features_are_used() -> None:
     """Members see their own view (transforms, shuffled category codes) and the padded row layout."""
-    X, y = _blobs(n=90, d=4, k=2, seed=3)
+    X, y = blobs(n=90, d=4, k=2, seed=3)
     X = np.column_stack([X, np.tile([0.0, 1.0, 2.0], 30)])  # one categorical column
     base = dict(device="cpu", n_estimators=2, random_state=0)
     clf = OrionMSPClassifier(**base, categorical_features=[4]).fit(X[:60], y[:60])
@@ -145,7 +130,7 @@ def test_member_views_and_pad_features_are_used() -> None:
 
 
 def test_context_subsets_are_stratified_order_free_and_per_member() -> None:
-    X, y = _blobs(n=300, d=4, k=3, seed=5)
+    X, y = blobs(n=300, d=4, k=3, seed=5)
     y = np.where(np.arange(300) < 20, 2, y % 2)  # class 2 is rare
     clf = OrionMSPClassifier(device="cpu", n_estimators=3, max_context_rows=60).fit(X, y)
     rows = np.arange(300)

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from sklearn.datasets import load_breast_cancer
 from tabzoo_orion_msp.estimators import OrionMSPClassifier, load_orion
-
-
-@pytest.fixture(autouse=True)
-def _fp32(monkeypatch) -> None:
-    from tabzoo.testing.profiles import pin_auto_precision_to_fp32
-
-    pin_auto_precision_to_fp32(monkeypatch)
 
 
 def test_fine_tune_keeps_only_a_better_copy_and_save_load_keep_it(tmp_path) -> None:

@@ -1,22 +1,11 @@
 """Shared fixtures. Sizes stay small: the CI machine has 2 cores."""
 
-import pytest
-import torch
-from tabzoo.testing.profiles import register_hypothesis_profiles, relax_rounding_xfails
+from __future__ import annotations
+
+from tabzoo.testing.fixtures import one_torch_thread, pytest_collection_modifyitems  # noqa: F401  (pytest finds them here)
+from tabzoo.testing.profiles import register_hypothesis_profiles
 
 register_hypothesis_profiles(ci=10)  # ci: derandomized; random: fresh examples (nox -s tests_random)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    relax_rounding_xfails(items)  # every other expected failure is strict
-
-
-@pytest.fixture(autouse=True)
-def _few_threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 def has_core_table() -> bool:

@@ -1,15 +1,8 @@
-"""Small hypothesis profiles (as in packages/core/tests/conftest.py) and one thread."""
+"""Shared settings of the ramba tests (tiny sizes: the machine has 2 shared cores)."""
 
 from __future__ import annotations
 
-import pytest
-import torch
-from tabzoo.testing.profiles import register_hypothesis_profiles, relax_rounding_xfails
+from tabzoo.testing.fixtures import one_torch_thread, pytest_collection_modifyitems  # noqa: F401  (pytest finds them here)
+from tabzoo.testing.profiles import register_hypothesis_profiles
 
 register_hypothesis_profiles(ci=8)  # ci: derandomized; random: fresh examples (nox -s tests_random)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    relax_rounding_xfails(items)  # every other expected failure is strict
-
-torch.set_num_threads(1)

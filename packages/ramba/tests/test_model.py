@@ -60,9 +60,10 @@ def test_row_structure_matches_the_masks() -> None:
         assert torch.equal(dense, mask)
 
 
-def test_prediction_does_not_depend_on_the_rest_of_the_batch() -> None:
+@pytest.mark.parametrize("mixer", ["ssm", "dense"])
+def test_prediction_does_not_depend_on_the_rest_of_the_batch(mixer: str) -> None:
     seqs = _seqs(2) + _seqs(3)
-    model = _model(1)
+    model = _model(1, mixer=mixer)
     with torch.no_grad():
         together = model.predict_target(collate(seqs, ENC))
         alone = torch.cat([model.predict_target(collate([s], ENC)) for s in seqs])
@@ -77,6 +78,25 @@ def test_masked_and_missing_values_are_never_read() -> None:
     val[hide] = 123.0
     with torch.no_grad():
         torch.testing.assert_close(model({**batch, "val": val}), model(batch), rtol=0, atol=0)
+
+
+def test_dense_mixer_reads_every_token_and_has_no_ssm() -> None:
+    """The dense baseline (``mixer="dense"``): no SSM or gate parameters, and the target's output
+    moves when an observed numeric cell of another row is changed."""
+    model = _model(3, mixer="dense")
+    assert not any("A_log" in n or "gate" in n for n, _ in model.named_parameters())
+    batch = collate(_seqs(5)[:1], ENC)
+    pos = int(batch["target_pos"][0])
+    row = batch["row"][0]
+    far = [i for i in range(row.shape[0]) if row[i] >= 0 and row[i] != row[pos] and batch["state"][0, i] == 0
+           and batch["kind"][0, i] == 1]
+    assert far, "the shop sequence has an observed numeric cell in another row"
+    val = batch["val"].clone()
+    val[0, far[-1], 0] += 3.0
+    with torch.no_grad():
+        assert not torch.allclose(model.predict_target({**batch, "val": val}), model.predict_target(batch))
+    with pytest.raises(TabzooInputError, match="mixer"):
+        make_config({"mixer": "rnn"})
 
 
 def test_gate_scales_delta_of_the_scan(monkeypatch) -> None:

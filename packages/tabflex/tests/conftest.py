@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 import pytest
-import torch
-from tabzoo.testing.profiles import (
-    pin_auto_precision_to_fp32,
-    register_hypothesis_profiles,
-    relax_rounding_xfails,
+from tabzoo.testing.fixtures import (  # noqa: F401  (pytest finds them here)
+    auto_precision_is_fp32,
+    no_network,
+    one_torch_thread,
+    pytest_collection_modifyitems,
 )
-from tabzoo_tabflex.conformance import make_model
+from tabzoo.testing.profiles import register_hypothesis_profiles
 
 register_hypothesis_profiles(ci=10)  # ci: derandomized; random: fresh examples (nox -s tests_random)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    relax_rounding_xfails(items)  # every other expected failure is strict
-
-
-@pytest.fixture(autouse=True)
-def _auto_precision_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
-    pin_auto_precision_to_fp32(monkeypatch)
-
-
-@pytest.fixture(autouse=True)
-def _few_threads() -> None:
-    torch.set_num_threads(1)
-
-
 @pytest.fixture
-def tiny():
+def tiny():  # type: ignore[no-untyped-def]
+    from tabzoo_tabflex.conformance import make_model
+
     return make_model(0)

@@ -9,6 +9,7 @@ pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from tabzoo.errors import CheckpointError  # noqa: E402
+from tabzoo.testing.fixtures import blobs, mixed_frame  # noqa: E402
 from tabzoo_tabflex.estimators import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     TabFlexClassifier,
@@ -18,20 +19,8 @@ from tabzoo_tabflex.estimators import (  # noqa: E402
 from tabzoo_tabflex.model import TabFlex  # noqa: E402
 
 
-def _blobs(n: int = 120, d: int = 5, k: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((k, d)) * 3
-    y = rng.integers(0, k, n)
-    return centers[y] + rng.standard_normal((n, d)), y
-
-
-def test_shipped_checkpoint_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
-    def no_network(*args, **kwargs):
-        raise AssertionError("TabFlex tried to open a network connection")
-
-    monkeypatch.setattr(socket, "socket", no_network)
+@pytest.mark.usefixtures("no_network")
+def test_shipped_checkpoint_loads_offline() -> None:
     model = load_tabflex()
     assert isinstance(model, TabFlex) and model.max_features == 100 and model.max_classes == 10
     with pytest.raises(CheckpointError, match="shipped"):
@@ -39,19 +28,19 @@ def test_shipped_checkpoint_loads_offline(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_classifier_probabilities_and_save_load(tmp_path) -> None:
-    X, y = _blobs()
+    X, y = blobs()
     clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(X[:80], y[:80])
     p = clf.predict_proba(X[80:])
     assert p.shape == (40, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-icl" and clf.selection_.preferred == "S100"
+    assert clf.selection_.name == DEFAULT_CHECKPOINT == "tabflex-long" and clf.selection_.preferred == "S100"
     stem = clf.save(tmp_path / "clf")
     again = TabFlexClassifier.load(stem)
     np.testing.assert_allclose(again.predict_proba(X[80:]), p, atol=1e-6)
 
 
 def test_wide_inputs_are_projected_not_subset() -> None:
-    X, y = _blobs(n=60, d=130, k=2)
+    X, y = blobs(n=60, d=130, k=2)
     clf = TabFlexClassifier(device="cpu", n_estimators=1, projection_seed=7, wide_features="project").fit(X, y)
     assert clf.projection_ is not None and clf.projection_.components_.shape == (130, 100)
     assert clf.selection_.project_to == 100
@@ -66,7 +55,7 @@ def test_wide_inputs_are_projected_not_subset() -> None:
 
 
 def test_more_classes_than_the_head() -> None:
-    X, y = _blobs(n=150, d=4, k=13, seed=1)
+    X, y = blobs(n=150, d=4, k=13, seed=1)
     y = np.arange(150) % 13  # every class present
     clf = TabFlexClassifier(device="cpu", n_estimators=1).fit(X, y)
     assert clf.selection_.hierarchical
@@ -125,12 +114,8 @@ def test_sklearn_compatible(estimator, check) -> None:
 
 
 def test_dataframe_with_categories_and_missing_values() -> None:
-    pd = pytest.importorskip("pandas", reason="needs pandas")
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.standard_normal(60), "b": pd.Categorical(rng.choice(["x", "y", "z"], 60)),
-                       "c": rng.standard_normal(60)})
-    df.loc[3, "a"] = np.nan
-    y = np.where(df["c"] > 0, "pos", "neg")
+    pytest.importorskip("pandas", reason="needs pandas")
+    df, y = mixed_frame()
     clf = TabFlexClassifier(device="cpu", n_estimators=2).fit(df, y)
     assert list(clf.classes_) == ["neg", "pos"]
     p = clf.predict_proba(df.iloc[:10])

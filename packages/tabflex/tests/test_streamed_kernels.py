@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Iterator
-
 import pytest
 import torch
 from tabzoo import kernels as K
-from tabzoo.kernels.registry import _BACKENDS, ENV_VAR
+from tabzoo.kernels.op_registry import ENV_VAR
+from tabzoo.testing.fixtures import spy_backend
 from tabzoo_tabflex.model import TabFlex
-
-
-@contextlib.contextmanager
-def _spy(op: str, name: str) -> Iterator[list[int]]:
-    original = _BACKENDS[op][name]
-    calls: list[int] = []
-
-    def counted(**kw: object) -> object:
-        calls.append(1)
-        return original.fn(**kw)
-
-    _BACKENDS[op][name] = dataclasses.replace(original, fn=counted)
-    try:
-        yield calls
-    finally:
-        _BACKENDS[op][name] = original
 
 
 @pytest.fixture
@@ -43,8 +24,10 @@ def test_forcing_reference_reaches_streamed_inference(model_and_data, monkeypatc
     model, xc, yc, xq = model_and_data
     n_layers = len(model.layers)
     monkeypatch.delenv(ENV_VAR, raising=False)
-    with _spy("linear_attention_state", "reference") as s_ref, _spy("linear_attention_read", "reference") as r_ref, \
-            _spy("linear_attention_state", "einsum") as s_fast, _spy("linear_attention_read", "einsum") as r_fast:
+    with spy_backend("linear_attention_state", "reference") as s_ref, \
+            spy_backend("linear_attention_read", "reference") as r_ref, \
+            spy_backend("linear_attention_state", "einsum") as s_fast, \
+            spy_backend("linear_attention_read", "einsum") as r_fast:
         fast = model.predict_streamed(xc, yc, xq, chunk_size=8)
         assert not s_ref and not r_ref and s_fast and r_fast
         n_state, n_read = len(s_fast), len(r_fast)

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from tabzoo_tabflex import TabFlexClassifier, TabFlexRegressor
 from tabzoo_tabflex.inference import load_tabflex
 
 FAST = {"steps": 6, "eval_every": 3, "context_size": 128, "query_size": 64, "progress": False}
-
-
-@pytest.fixture(autouse=True)
-def _fp32(monkeypatch) -> None:
-    from tabzoo.testing.profiles import pin_auto_precision_to_fp32
-
-    pin_auto_precision_to_fp32(monkeypatch)
 
 
 def _params(model) -> list[np.ndarray]:

@@ -46,6 +46,11 @@ class CheckpointError(TabzooError, OSError):
     """A checkpoint is missing, truncated, corrupt or of another architecture."""
 
 
+class HangError(TabzooError, TimeoutError):
+    """Work that made no progress (almost no CPU used) for its time limit was stopped; the message
+    names the limit and the option that raises it (``tabzoo demo --timeout``, ``tabzoo bench --timeout``)."""
+
+
 class MemoryLimitError(TabzooInputError, MemoryError):
     """An estimator's estimated peak memory for this input exceeds the limit; the message gives
     the estimate, the limit and the fix (fewer rows or features, a smaller chunk, or a higher

@@ -7,8 +7,7 @@ The estimator (``MultiTabEstimator``) needs the ``sklearn`` extra and is importe
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from tabzoo.exports import lazy_exports
 
 # lazy: importing the plugin declaration (``tabzoo_multitab.plugin``) must not import torch, or plugin
 # discovery and ``tabzoo plugins`` pay for it (issue 24 item 8)
@@ -26,8 +25,4 @@ __all__ = [
     "task_losses", "task_metric",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(f"tabzoo_multitab.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'tabzoo_multitab' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

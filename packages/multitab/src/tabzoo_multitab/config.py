@@ -8,13 +8,15 @@ from typing import Any
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
+__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "ROW_SCOPES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
 
 TASK_KINDS = ("binary", "multiclass", "regression")
 #: inter-feature mask modes: the paper's T↛T (default), F↛T, both, and no mask
 MASK_MODES = ("T-/->T", "F-/->T", "both", "none")
 #: one task token per task (the paper's design) or one shared token
 TOKEN_MODES = ("multi", "single")
+#: what inter-sample attention reads: the other rows (the paper), or each row only itself
+ROW_SCOPES = ("rows", "self")
 _MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
                  "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
 
@@ -73,11 +75,21 @@ class MultiTabConfig:
     :param d_embed: token width ``e``.
     :param n_layers: encoder blocks ``N``.
     :param n_heads: inter-feature attention heads (must divide ``d_embed``).
-    :param row_heads: inter-sample attention heads (must divide ``(d + t) * e``).
+    :param row_heads: inter-sample attention heads (must divide the inter-sample width: ``(d + t) * e``,
+        or ``row_dim``).
     :param ff_mult: feed-forward width as a multiple of the token width (inter-feature).
     :param row_ff_mult: feed-forward width as a multiple of ``(d + t) * e`` (inter-sample).
     :param mask: inter-feature multitask mask: ``"T-/->T"`` (default), ``"F-/->T"``, ``"both"``, ``"none"``.
     :param inter_sample: whether blocks hold inter-sample attention.
+    :param row_dim: width of the inter-sample block. ``0`` (default, the paper's design) = the whole
+        flattened row, ``(d + t) * e``; ``r > 0`` = a narrower block: the normalised row is
+        projected down to ``r``, attended across rows and fed forward at width ``r``, and projected
+        back up onto the row as a residual update (``6 ((d + t) e)^2`` multiply-adds per row and
+        layer become ``2 (d + t) e r + 6 r^2``; a departure from the paper, for speed).
+    :param row_scope: what the inter-sample attention reads: ``"rows"`` (default, the paper) = the
+        other rows of the set; ``"self"`` = each row only itself, so the block is a per-row
+        transformer layer over the flattened row (what the authors' rotary variant computed: it
+        attended over a sequence of length 1).
     :param head_hidden: hidden width of each task head's MLP.
     :param dropout: dropout of the attention and feed-forward outputs.
     :param task_tokens: ``"multi"`` = one token per task (the paper's design), ``"single"`` = one
@@ -99,6 +111,8 @@ class MultiTabConfig:
     head_hidden: int = 32
     dropout: float = 0.1
     task_tokens: str = "multi"
+    row_dim: int = 0
+    row_scope: str = "rows"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))
@@ -119,9 +133,14 @@ class MultiTabConfig:
             )
         if self.d_embed % self.n_heads:
             raise TabzooInputError(f"n_heads={self.n_heads} must divide d_embed={self.d_embed}.")
-        if self.inter_sample and self.row_width % self.row_heads:
+        if self.row_scope not in ROW_SCOPES:
+            raise TabzooInputError(f"row_scope={self.row_scope!r}: use one of {ROW_SCOPES}.")
+        if self.row_dim < 0:
+            raise TabzooInputError(f"row_dim={self.row_dim}: use 0 (the whole flattened row) or a width >= 1.")
+        if self.inter_sample and self.row_inner % self.row_heads:
+            what = "row_dim" if self.row_dim else "(features + tasks) * d_embed"
             raise TabzooInputError(
-                f"row_heads={self.row_heads} must divide (features + tasks) * d_embed = {self.row_width}; "
+                f"row_heads={self.row_heads} must divide {what} = {self.row_inner}; "
                 "pick row_heads dividing it (1 always works)."
             )
 
@@ -146,6 +165,11 @@ class MultiTabConfig:
     def row_width(self) -> int:
         """Width of a flattened row for inter-sample attention: ``(d + task tokens) * e``."""
         return self.n_tokens * self.d_embed
+
+    @property
+    def row_inner(self) -> int:
+        """Width at which inter-sample attention and its feed-forward run: ``row_dim`` or ``row_width``."""
+        return self.row_dim or self.row_width
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (for checkpoints); :meth:`from_dict` inverts it."""

@@ -81,6 +81,11 @@ class MultiTabEstimator(BaseEstimator):
         over the ``max_epochs`` budget).
     :param task_tokens: ``"multi"`` (one token per task, the paper's design) or ``"single"`` (one
         shared task token read by every task head; the paper's Table 2 ablation).
+    :param row_dim: width of the inter-sample block (MultiTab-Net): ``0`` = the whole flattened row
+        (the paper), ``r > 0`` = projected down to ``r`` and back (see
+        :class:`~tabzoo_multitab.config.MultiTabConfig`).
+    :param row_scope: ``"rows"`` (the paper: inter-sample attention reads the other rows) or
+        ``"self"`` (each row reads only itself: a per-row layer over the flattened row).
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
@@ -102,7 +107,8 @@ class MultiTabEstimator(BaseEstimator):
                  max_epochs: int = 100, batch_size: int | str = "auto", lr: float = 1e-3, weight_decay: float = 1e-5,
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
-                 schedule: str = "constant", task_tokens: str = "multi") -> None:
+                 schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
+                 row_scope: str = "rows") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -130,6 +136,8 @@ class MultiTabEstimator(BaseEstimator):
         self.calibration = calibration
         self.schedule = schedule
         self.task_tokens = task_tokens
+        self.row_dim = row_dim
+        self.row_scope = row_scope
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -170,12 +178,13 @@ class MultiTabEstimator(BaseEstimator):
         enc, tasks = self.encoder_, self.target_encoder_.tasks
         if self.architecture == "multitab":
             width = (enc.n_num + len(enc.cardinalities) + (1 if self.task_tokens == "single" else len(tasks))) * self.d_embed
-            row_heads = self.row_heads if width % self.row_heads == 0 else 1
+            row_heads = self.row_heads if (int(self.row_dim) or width) % self.row_heads == 0 else 1
             cfg = MultiTabConfig(n_num=enc.n_num, cat_cardinalities=enc.cardinalities, tasks=tuple(tasks),
                                  d_embed=self.d_embed, n_layers=self.n_layers, n_heads=self.n_heads,
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
                                  dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden,
-                                 task_tokens=self.task_tokens)
+                                 task_tokens=self.task_tokens, row_dim=int(self.row_dim),
+                                 row_scope=self.row_scope)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -227,7 +236,8 @@ class MultiTabEstimator(BaseEstimator):
         """
         check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "head_hidden",
                                          "n_context", "max_epochs", "patience"),
-                     positive=("lr",), nonnegative=("weight_decay",), fraction=("dropout", "val_fraction"))
+                     nonnegative_int=("row_dim",), positive=("lr",), nonnegative=("weight_decay",),
+                     fraction=("dropout", "val_fraction"))
         self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing
         resolve_device(self.device)
         X = check_input_array(X)

@@ -46,7 +46,11 @@ def row_mask(n_rows: int, n_context: int | None, query_mask: torch.Tensor | None
 
 
 class EncoderBlock(nn.Module):
-    """Inter-feature block ``[B*N, d+t, e]`` then inter-sample block ``[B, N, (d+t)*e]`` (pre-norm each)."""
+    """Inter-feature block ``[B*N, d+t, e]`` then inter-sample block ``[B, N, (d+t)*e]`` (pre-norm each).
+
+    With ``cfg.row_dim = r > 0`` the inter-sample block runs at width ``r``: ``x + up(block(down(LN(x))))``
+    for the flattened rows ``x [B, N, (d+t)*e]`` (``down``/``up`` are per-row linear maps, so rows
+    still meet only inside the attention, under the same row mask)."""
 
     def __init__(self, cfg: MultiTabConfig, first: bool = False) -> None:
         super().__init__()
@@ -54,8 +58,14 @@ class EncoderBlock(nn.Module):
         self.feature = TransformerBlock(e, cfg.n_heads, cfg.ff_mult * e, dropout=cfg.dropout)
         if first:  # as in FT-Transformer: the raw embeddings enter the first attention un-normalised
             self.feature.norm1 = nn.Identity()
-        self.rows = (TransformerBlock(cfg.row_width, cfg.row_heads, cfg.row_ff_mult * cfg.row_width, dropout=cfg.dropout)
+        r = cfg.row_inner
+        self.rows = (TransformerBlock(r, cfg.row_heads, cfg.row_ff_mult * r, dropout=cfg.dropout)
                      if cfg.inter_sample else None)
+        self.row_down: nn.Module | None = None
+        self.row_up: nn.Module | None = None
+        if cfg.inter_sample and cfg.row_dim:
+            self.row_down = nn.Sequential(nn.LayerNorm(cfg.row_width), nn.Linear(cfg.row_width, r))
+            self.row_up = nn.Linear(r, cfg.row_width)
 
     def forward(self, h: torch.Tensor, fmask: Mask, rmask: Mask | torch.Tensor | None) -> torch.Tensor:
         """:param h: ``[B, N, d+t, e]``. :return: same shape."""
@@ -63,7 +73,10 @@ class EncoderBlock(nn.Module):
         h = self.feature(h.reshape(b * n, k, e), mask=fmask).reshape(b, n, k, e)
         if self.rows is None:
             return h
-        return self.rows(h.reshape(b, n, k * e), mask=rmask).reshape(b, n, k, e)
+        x = h.reshape(b, n, k * e)
+        if self.row_down is None or self.row_up is None:
+            return self.rows(x, mask=rmask).reshape(b, n, k, e)
+        return (x + self.row_up(self.rows(self.row_down(x), mask=rmask))).reshape(b, n, k, e)
 
 
 class MultiTabNet(nn.Module):
@@ -113,7 +126,9 @@ class MultiTabNet(nn.Module):
             raise TabzooInputError(f"n_context={n_context} must be in 1..{n} (the rows passed).")
         h = self.embed(x_num, x_cat)  # [B, N, d, e]
         h = torch.cat([h, self.task_tokens.expand(b, n, -1, -1)], dim=2)
-        rmask = row_mask(n, n_context, query_mask)
+        rmask: Mask | torch.Tensor | None = row_mask(n, n_context, query_mask)
+        if self.cfg.row_scope == "self":  # each row reads only itself
+            rmask = torch.eye(n, dtype=torch.bool, device=x_num.device).expand(b, n, n)
         for block in self.blocks:
             h = block(h, self._fmask, rmask)
         return h

@@ -20,6 +20,6 @@ plugin = ModelPlugin(
         description="MultiTab-Net (papers/001): task tokens, T-/->T multitask masked inter-feature "
                     "attention, inter-sample attention with a fixed prediction context",
     ),
-    cases="tabzoo_multitab.conformance:make_case",
+    cases={"multitab": "tabzoo_multitab.conformance:make_case"},
     demo="tabzoo_multitab.demo:run_demo",
 )

@@ -7,8 +7,7 @@ Public names are imported lazily, so ``import tabzoo_npt`` stays light::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tabzoo.exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -22,8 +21,4 @@ _LAZY = {
 }
 __all__ = sorted(set(_LAZY) - {"TrainConfig"})  # TrainConfig: the deprecated name of NPTFitConfig
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"tabzoo_npt.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'tabzoo_npt' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

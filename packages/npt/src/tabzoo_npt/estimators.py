@@ -30,13 +30,14 @@ from tabzoo.estimators.sk import (
     classification_labels,
     require_y,
 )
-from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count, training_bytes
+from tabzoo.kernels.memory import check_memory, parameter_count
 from tabzoo.train.fit import FitResult
 
 from tabzoo_npt.encoding import TableEncoder
+from tabzoo_npt.memory import check_shape, fit_bytes, predict_bytes
 from tabzoo_npt.model import MAX_ROW_WIDTH, NPT, PRESETS, NPTConfig, row_dim
 from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
-from tabzoo_npt.train import NPTFitConfig, fit_npt
+from tabzoo_npt.train import MIN_VALIDATION_ROWS, NPTFitConfig, fit_npt, holdout_rows
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
 logger = logging.getLogger("tabzoo_npt")
@@ -81,7 +82,11 @@ class _NPTBase(BaseEstimator):
         loss (0 = none), 0.1 (ours; the paper stops early on the validation target loss, E.2.1). It is
         checked every ``eval_every`` = 25 steps; after ``patience`` = 6 checks without improvement
         the fit stops, never before the learning rate anneals and ``lam`` <= 1/2, and the best
-        weights are kept.
+        weights are kept. Held-out rows stay context at prediction.
+    :param min_validation_rows: the fewest validation rows, 50 (ours: splits of ~20 rows picked
+        checkpoints by noise on ~200-row tables). A table with fewer than ``4 * min_validation_rows``
+        rows (200) holds none out: it trains the fixed ``steps`` budget and keeps the final weights
+        (``validation_rows_`` says how many were held out; :func:`tabzoo_npt.train.holdout_rows`).
     :param context_size: the most training rows one dense attention encodes at prediction
         (4,096). Every training row is context; a larger table is split into
         ``ceil(n / context_size)`` disjoint seeded partitions whose logits are averaged, with a
@@ -106,14 +111,16 @@ class _NPTBase(BaseEstimator):
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-2,
                  flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
-                 p_target: float = 0.5, validation_fraction: float = 0.1, eval_every: int = 25,
-                 patience: int = 6, context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
+                 p_target: float = 0.5, validation_fraction: float = 0.1,
+                 min_validation_rows: int = MIN_VALIDATION_ROWS, eval_every: int = 25, patience: int = 6,
+                 context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
                  max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False, random_state: int = 0,
                  device: str = "cpu") -> None:
         self.preset, self.dim, self.n_layers, self.n_heads, self.dropout = preset, dim, n_layers, n_heads, dropout
         self.max_row_width = max_row_width
         self.steps, self.lr, self.flat_fraction, self.batch_size = steps, lr, flat_fraction, batch_size
         self.p_feature, self.p_target, self.validation_fraction = p_feature, p_target, validation_fraction
+        self.min_validation_rows = min_validation_rows
         self.eval_every, self.patience, self.context_size, self.chunk_size = eval_every, patience, context_size, chunk_size
         self.mode, self.progress, self.random_state, self.device = mode, progress, random_state, device
 
@@ -141,22 +148,19 @@ class _NPTBase(BaseEstimator):
     def memory_estimate(self, cardinalities: tuple[int, ...], n_rows: int) -> dict[str, Any]:
         """The estimated peak bytes of ``fit`` (one training step) and ``predict`` (one context
         partition plus one query chunk) on ``n_rows`` rows of these attributes (``0`` = numeric,
-        ``K`` = classes; the targets included), from the shape alone, nothing allocated.
+        ``K`` = classes; the targets included), from the shape alone, nothing allocated
+        (:mod:`tabzoo_npt.memory`). Anything but integers is refused with a ``TabzooInputError``.
 
         :return: ``{"fit_bytes", "predict_bytes", "peak_bytes", "parameters", "dim", "batch_rows"}``.
         """
+        cardinalities, n_rows = check_shape(cardinalities, n_rows)
         cfg = self._config(cardinalities)
         params = parameter_count(lambda: NPT(cfg))
-        c, e, layers, heads = len(cardinalities), cfg.dim, cfg.n_layers, cfg.n_heads
-
-        def acts(rows: int) -> float:  # kept per layer: hidden states, feed-forward, attention maps
-            return layers * (rows * c * e * (cfg.ff_mult + 6) + heads * rows * rows + heads * rows * c * c)
-
         batch = min(int(self.batch_size), n_rows)
-        query = min(int(self.context_size), n_rows) + int(self.chunk_size)
-        fit_b, predict_b = training_bytes(params, acts(batch)), inference_bytes(params, acts(query))
+        fit_b = fit_bytes(cfg, params, batch)
+        predict_b = predict_bytes(cfg, params, n_rows, int(self.context_size), int(self.chunk_size))
         return {"fit_bytes": fit_b, "predict_bytes": predict_b, "peak_bytes": max(fit_b, predict_b),
-                "parameters": params, "dim": e, "batch_rows": batch}
+                "parameters": params, "dim": cfg.dim, "batch_rows": batch}
 
     def _check_memory(self, cardinalities: tuple[int, ...], n_rows: int) -> None:
         """Refuse before building when the estimated peak of fit or predict exceeds the limit
@@ -195,21 +199,14 @@ class _NPTBase(BaseEstimator):
             check_n_features_and_names(self, xu, reset=False)
             uv = self.encoder_.transform(xu)
             unlabeled = np.concatenate([uv, np.full((len(uv), target_cells.shape[1]), np.nan, np.float32)], axis=1)
-        n = len(values)
-        rng = np.random.default_rng(int(self.random_state or 0))
-        val = None
-        train_idx = np.arange(n)
-        if self.validation_fraction and n >= 20:
-            n_val = max(1, int(round(self.validation_fraction * n)))
-            order = rng.permutation(n)
-            if strata is not None:  # stratified hold-out: deal classes out round-robin
-                order = order[np.argsort(strata[order], kind="stable")]
-                pick = order[:: max(2, n // n_val)][:n_val]
-            else:
-                pick = order[:n_val]
-            keep = np.ones(n, dtype=bool)
-            keep[pick] = False
-            train_idx, val = np.flatnonzero(keep), values[pick]
+        pick = holdout_rows(len(values), float(self.validation_fraction), strata, int(self.random_state or 0),
+                            int(self.min_validation_rows))
+        self.validation_rows_ = len(pick)
+        train_idx, val = np.setdiff1d(np.arange(len(values)), pick), (values[pick] if len(pick) else None)
+        if self.validation_fraction and not len(pick):
+            logger.info("%s: %d rows are too few for a validation split of >= %d rows (a quarter at most); "
+                        "training the fixed budget of %d steps without early stopping.", type(self).__name__,
+                        len(values), self.min_validation_rows, self.steps)
         cfg = self._train_config()
         result = fit_npt(self.model_, values[train_idx], self.targets_, cfg, validation=val, unlabeled=unlabeled,
                          strata=None if strata is None else strata[train_idx])
@@ -248,7 +245,7 @@ class _NPTBase(BaseEstimator):
     def _check_params(self) -> None:
         """Every numeric argument and the device, before anything is built."""
         check_params(self, positive_int=("dim", "n_layers", "n_heads", "steps", "batch_size", "eval_every", "max_row_width",
-                                         "patience", "context_size", "chunk_size"),
+                                         "patience", "min_validation_rows", "context_size", "chunk_size"),
                      positive=("lr",), fraction=("dropout", "validation_fraction"),
                      unit=("flat_fraction", "p_feature", "p_target"))
         resolve_device(self.device)

@@ -21,6 +21,6 @@ plugin = ModelPlugin(
         description="Non-Parametric Transformer (papers/002): alternating attention between datapoints and "
                     "between attributes, trained per table with stochastic masking; presets base, small, tiny",
     ),
-    cases="tabzoo_npt.conformance:make_case",
+    cases={"npt": "tabzoo_npt.conformance:make_case"},
     demo="tabzoo_npt.demo:run_demo",
 )

@@ -11,8 +11,7 @@ Public names (imported lazily, so ``import tabzoo_orion_msp`` is cheap):
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from tabzoo.exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -24,15 +23,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'tabzoo_orion_msp' has no attribute {name!r}")
-    value = getattr(import_module(f"tabzoo_orion_msp.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

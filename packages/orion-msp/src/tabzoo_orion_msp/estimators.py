@@ -22,7 +22,13 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
   pretraining (the trainer pads episodes to ``max_features`` columns; a batch keeps them up to its
   widest episode). Cutting them changes the row stage's attention, and the predictions drift to
   the majority class: on breast_cancer / wine (one split, one member) ROC-AUC 0.732 / 0.641 without
-  them, 0.905 / 0.833 with them.
+  them, 0.905 / 0.833 with them;
+* **the fast path for wide tables** (``wide_features=N``): members read up to ``N`` features at once
+  instead of subsets of ``max_features`` (:meth:`OrionMSP.widen`); above ~312 features a row has
+  >= 320 tokens and its attention runs on the block-sparse ``banded`` kernel, linear in the
+  features. Its predictions equal those of the dense masked attention (same mask, fp32 rounding);
+  speed measured in ``benchmarks/orion_msp_wide.py``. Off by default: the checkpoint was pretrained
+  on at most 100 features, and the accuracy of whole wide tables is not yet measured against subsets.
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
     :param fine_tune: fine-tune a copy of the pretrained weights on the training rows in ``fit``
         (:mod:`tabzoo.train.finetune`): None / False (off), True, an int (steps), a dict of settings or a
         :class:`tabzoo.train.FineTune`; kept only when better on an inner validation split (``fine_tune_``).
+    :param wide_features: None (members read feature subsets of the checkpoint's ``max_features``) or
+        an int >= 1: members read up to that many features at once, on the block-sparse row path
+        above ~312 features (see the module docstring).
 
     Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
     the head's 10 the hierarchical split of appendix A.6 takes over.
@@ -109,7 +118,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
                  verbose: bool = False, feature_transforms: tuple[str, ...] = ("none", "power"),
                  categorical_features: Any = "auto", pad_features: bool = True,
-                 max_context_rows: int | None = 1024, fine_tune: Any = None) -> None:
+                 max_context_rows: int | None = 1024, fine_tune: Any = None,
+                 wide_features: int | None = None) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -123,9 +133,13 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         self.pad_features = pad_features
         self.max_context_rows = max_context_rows
         self.fine_tune = fine_tune
+        self.wide_features = wide_features
 
     def _load_model(self) -> torch.nn.Module:
-        return load_orion(self.checkpoint)
+        model = load_orion(self.checkpoint)
+        if self.wide_features is not None:
+            model.widen(int(self.wide_features))
+        return model
 
     def _context_forward(self) -> ConcatForward:
         """The core's prediction path runs ``model(cat(context, query), y_context, pad_features=...)``."""
@@ -146,6 +160,9 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         cap = self.max_context_rows
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 2):
             raise TabzooInputError(f"max_context_rows must be None or an int >= 2, got {cap!r}.")
+        wide = self.wide_features
+        if wide is not None and (isinstance(wide, bool) or not isinstance(wide, int | np.integer) or wide < 1):
+            raise TabzooInputError(f"wide_features must be None or an int >= 1, got {wide!r}.")
         super().fit(X, y)
         return self
 

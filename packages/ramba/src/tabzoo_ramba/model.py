@@ -8,7 +8,9 @@ cells replace ``e_value`` by learned per-type vectors (the value is never read).
 learned vector plus the schema embedding of the column they open.
 
 Block (App. C.5, pre-norm RMSNorm): ``H' = X + GatedBiSSM(N(X))``,
-``H'' = H' + Attn_intra(N(H'))``, ``H = H'' + Attn_rel(N(H''))``.
+``H'' = H' + Attn_intra(N(H'))``, ``H = H'' + Attn_rel(N(H''))``. With ``mixer="dense"`` the SSM is
+replaced by full attention over all tokens (:class:`~tabzoo_ramba.layers.DenseMixer`): the dense
+relational-transformer baseline of the benchmarks.
 
 Heads: numeric (Huber, in z-units of the column), boolean (BCE logit) and text/categorical (a
 query vector scored against the projected text embeddings of candidate strings, CE).
@@ -25,7 +27,7 @@ from tabzoo.errors import TabzooInputError
 from torch import nn
 
 from tabzoo_ramba.config import PRESETS, RambaConfig, make_config
-from tabzoo_ramba.layers import GatedBiSSM, RMSNorm, StructuralAttention, row_structure
+from tabzoo_ramba.layers import DenseMixer, GatedBiSSM, RMSNorm, StructuralAttention, row_structure
 from tabzoo_ramba.serialize import BOOL, MASKED, MISSING, NUM, OBSERVED, SEP, TEXT, TIME
 
 __all__ = ["RambaConfig", "RambaModel", "PRESETS", "build", "make_config"]
@@ -35,7 +37,8 @@ class _Block(nn.Module):
     def __init__(self, c: RambaConfig) -> None:
         super().__init__()
         self.n1, self.n2, self.n3 = RMSNorm(c.d_model), RMSNorm(c.d_model), RMSNorm(c.d_model)
-        self.ssm = GatedBiSSM(c.d_model, c.d_state, c.d_conv, c.expand, c.d_text, c.d_gate)
+        self.ssm: GatedBiSSM | DenseMixer = (DenseMixer(c.d_model, c.n_heads) if c.mixer == "dense"
+                               else GatedBiSSM(c.d_model, c.d_state, c.d_conv, c.expand, c.d_text, c.d_gate))
         self.intra = StructuralAttention(c.d_model, c.n_heads, "intra")
         self.rel = StructuralAttention(c.d_model, c.n_heads, "rel")
 
@@ -130,7 +133,7 @@ class RambaModel(nn.Module):
     def gates(self, batch: dict[str, Any]) -> list[torch.Tensor]:
         """Schema gate of each block per token ``[B, L]`` in (0, 1); 0 on padding (eq. 28)."""
         keep = (~batch["pad"]).to(batch["val"].dtype)
-        if not self.cfg.gating:
+        if not self.cfg.gating or self.cfg.mixer == "dense":
             return [keep for _ in self.blocks]
         s_curr, s_tgt, inv = self.gate_inputs(batch)
         return [blk.ssm.gate(s_curr, s_tgt)[inv] * keep for blk in self.blocks]

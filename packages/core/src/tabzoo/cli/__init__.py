@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
@@ -80,8 +81,6 @@ def _plugin_commands(sub: argparse._SubParsersAction, wanted: str) -> None:  # t
     """Add the plugin subcommand ``wanted``: plugins register :class:`~tabzoo.plugins.CommandSpec`
     through the ``tabzoo_register_commands`` hook (e.g. ``tabzoo ramba``). Only ``wanted``'s parser
     is imported; a broken one is one warning line and the core commands still work."""
-    import warnings
-
     from tabzoo.errors import AmbiguousPluginError
     from tabzoo.plugins import get_registry
 
@@ -139,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if not args.debug:  # a warning is one line for users: no file, line number nor source line
+        warnings.formatwarning = _one_line_warning
     try:
         return int(args.func(args) or 0)
     except TabzooError as exc:
@@ -160,6 +161,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tabzoo: error: {type(exc).__name__}: {exc}\nThis is a bug in tabzoo or a plugin, not in your "
               f"input: rerun with --debug for the traceback and report it with that output.", file=sys.stderr)
         return 1
+    finally:
+        warnings.formatwarning = _FORMAT_WARNING
+
+
+_FORMAT_WARNING = warnings.formatwarning
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
+    """``tabzoo: warning: <message> (<category>)``: what a user sees of a warning (``--debug``: Python's own)."""
+    text = " ".join(str(message).split())
+    return f"tabzoo: warning: {text} ({category.__name__})\n"
 
 
 if __name__ == "__main__":  # pragma: no cover

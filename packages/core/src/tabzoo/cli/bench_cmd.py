@@ -25,12 +25,12 @@ import argparse
 import datetime as dt
 import json
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tabzoo.cli.argtypes import finite
 from tabzoo.errors import TabzooInputError
 
 
@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--collect", action="store_true", help="run nothing; collect <dir>/results/*.json")
     p.add_argument("--args", default="", help="options passed to every script, e.g. --args=--quick")
     p.add_argument("--out", default=None, help="report folder (must not hold files); default ./tabzoo-bench-DATE")
+    p.add_argument("--timeout", type=finite(0.0, strict=True), default=600.0, metavar="SECONDS",
+                   help="stop a script that makes no progress (uses almost no CPU) for this long; it is "
+                   "reported as failed and the other scripts' results are kept (default 600)")
     p.add_argument("--json", action="store_true", help="list as JSON (runs and collections always print JSON)")
     p.set_defaults(func=run)
 
@@ -84,8 +87,10 @@ def _new_file(results: Path, name: str) -> Path:
     raise TabzooInputError(f"{results}/{name}-{day}-*.json: too many results today.")
 
 
-def _run_scripts(folder: Path, names: list[str], extra: str) -> tuple[list[Path], list[dict[str, Any]]]:
+def _run_scripts(folder: Path, names: list[str], extra: str,
+                 timeout: float = 600.0) -> tuple[list[Path], list[dict[str, Any]]]:
     from tabzoo.cli._bench import list_scripts
+    from tabzoo.cli._watchdog import run_process
     from tabzoo.files import write_text
 
     scripts = {s["name"]: s for s in list_scripts(folder)}
@@ -98,22 +103,27 @@ def _run_scripts(folder: Path, names: list[str], extra: str) -> tuple[list[Path]
     for name in names:
         t0 = time.perf_counter()
         print(f"tabzoo bench: running {scripts[name]['path']} {extra}".rstrip(), file=sys.stderr, flush=True)
-        proc = subprocess.run([sys.executable, scripts[name]["path"], *shlex.split(extra)],
-                              stdout=subprocess.PIPE, text=True, cwd=folder.resolve().parent)
-        run: dict[str, Any] = {"name": name, "returncode": proc.returncode,
+        code, stdout, outcome = run_process([sys.executable, scripts[name]["path"], *shlex.split(extra)], timeout,
+                                            f"benchmark {name}", "tabzoo bench --timeout",
+                                            cwd=folder.resolve().parent)
+        run: dict[str, Any] = {"name": name, "returncode": code,
                                "seconds": round(time.perf_counter() - t0, 2), "json": None, "error": None}
-        try:
-            data = _json_of(proc.stdout)
-        except ValueError as exc:
-            run["error"] = f"{exc} (exit code {proc.returncode})"
+        if outcome.error is not None:  # stopped as hung: its partial output is not kept
+            run["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
+            print(f"tabzoo bench: {run['error']}", file=sys.stderr, flush=True)
         else:
-            if proc.returncode != 0:
-                run["error"] = f"exit code {proc.returncode}: {json.dumps(data)[:300]}"
+            try:
+                data = _json_of(stdout)
+            except ValueError as exc:
+                run["error"] = f"{exc} (exit code {code})"
             else:
-                path = _new_file(results, name.replace("_", "-"))
-                write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-                run["json"] = str(path)
-                written.append(path)
+                if code != 0:
+                    run["error"] = f"exit code {code}: {json.dumps(data)[:300]}"
+                else:
+                    path = _new_file(results, name.replace("_", "-"))
+                    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+                    run["json"] = str(path)
+                    written.append(path)
         runs.append(run)
     return written, runs
 
@@ -201,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         if not collected:
             raise TabzooInputError(f"no *.json in {results}{' for ' + str(args.names) if args.names else ''}.")
     else:
-        written, runs = _run_scripts(folder, args.names, args.args)
+        written, runs = _run_scripts(folder, args.names, args.args, args.timeout)
         from tabzoo.cli._bench import collect_file
 
         collected = [collect_file(p) for p in written]

@@ -16,12 +16,12 @@ import argparse
 import json
 import sys
 import time
-import traceback
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tabzoo.cli.argtypes import whole
+from tabzoo.cli.argtypes import finite, whole
 from tabzoo.errors import TabzooError, TabzooInputError
 
 
@@ -38,6 +38,9 @@ def add_parser(sub: Any) -> None:
                    "./tabzoo-demo-YYYY-MM-DD[-N]")
     p.add_argument("--full", action="store_true", help="the longer demos (quick=False): more data sets, more steps")
     p.add_argument("--seed", type=whole(0), default=0, help="seed of every split and model")
+    p.add_argument("--timeout", type=finite(0.0, strict=True), default=300.0, metavar="SECONDS",
+                   help="stop a plugin's demo that makes no progress (uses almost no CPU) for this long; "
+                   "its row is reported as failed and the others are kept (default 300)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--no-report", action="store_true", help="print the table only; write no folder")
     p.add_argument("--json", action="store_true", help="print stable JSON instead of the table")
@@ -95,8 +98,15 @@ def _progress(entries: list[Any], enabled: bool) -> Any:
     return entries
 
 
+def _rows_of(entry: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    from tabzoo.cli._demo import check_rows
+
+    return check_rows(entry.run(seed=args.seed, quick=not args.full), entry.target)
+
+
 def _run_all(entries: list[Any], args: argparse.Namespace) -> list[dict[str, Any]]:
-    from tabzoo.cli._demo import check_rows, is_baseline
+    from tabzoo.cli._demo import is_baseline
+    from tabzoo.cli._watchdog import run_watched
 
     results = []
     bar = _progress(entries, not args.no_progress)
@@ -108,18 +118,21 @@ def _run_all(entries: list[Any], args: argparse.Namespace) -> list[dict[str, Any
         t0 = time.perf_counter()
         item: dict[str, Any] = {"plugin": entry.plugin, "distribution": entry.distribution,
                                 "version": entry.version, "demo": entry.target, "rows": [], "error": None}
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                rows = check_rows(entry.run(seed=args.seed, quick=not args.full), entry.target)
-            for row in rows:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # in a watched thread: a demo that hangs is stopped, one that raises anything (SystemExit
+            # too) fails alone; either way the other demos run and their results are kept
+            outcome = run_watched(partial(_rows_of, entry, args), args.timeout, f"the demo of {entry.plugin}",
+                                  "tabzoo demo --timeout")
+        if outcome.error is None:
+            for row in outcome.value:
                 row["baseline"] = is_baseline(row, entry.plugin, entry.architectures)
-            item["rows"] = rows
-        except BaseException as exc:  # noqa: BLE001 - SystemExit too: one demo must not lose the others
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            item["error"] = f"{type(exc).__name__}: {exc}"
-            item["traceback"] = traceback.format_exc(limit=6)
+            item["rows"] = outcome.value
+        else:
+            if isinstance(outcome.error, KeyboardInterrupt):
+                raise outcome.error
+            item["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
+            item["traceback"] = outcome.traceback
             caught = []
         # the demo's warnings go to the report (once each), not over the progress bar
         item["warnings"] = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))[:8]

@@ -29,6 +29,12 @@ from tabzoo.kernels.memory import FLOAT, in_context_bytes
 __all__ = ["Estimate", "estimate_in_context", "forward_flops", "matmul_throughput"]
 
 
+#: Peak RSS of a first ``predict`` over its peak of live tensors (TabFlex, CPU): allocator slack,
+#: library code paged in on first use, numpy/pandas copies. Measured 1.40 at 1,000 context + 8,192
+#: query rows (benchmarks/results/estimate-calibrated-*.json); checked at other shapes there.
+NON_TENSOR = 1.4
+
+
 @dataclass(frozen=True)
 class Estimate:
     """Estimated peaks (bytes, above the process before ``fit``) and seconds of ``fit`` / ``predict``."""
@@ -109,13 +115,21 @@ def tensor_peak_bytes(fn: Any) -> tuple[float, float]:
 @dataclass(frozen=True)
 class _Probe:
     """A small run of the estimator itself on this machine: ``fit`` on ``rows`` and ``predict_proba`` of
-    ``query`` rows in one chunk, timed, with the predict pass's tensor peak."""
+    ``query`` rows in one chunk, timed, and a linear model of the predict pass's tensor peak (bytes),
+    ``fixed + per_context * context rows + per_query * query rows``, from three profiled passes."""
 
     rows: int
     query: int
     fit_seconds: float
     predict_seconds: float
     predict_peak: float
+    fixed: float
+    per_context: float
+    per_query: float
+
+    def tensor_peak(self, context: int, query: int) -> float:
+        """The modelled tensor peak of one pass over ``context`` + ``query`` rows."""
+        return self.fixed + self.per_context * context + self.per_query * query
 
 
 def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
@@ -128,17 +142,27 @@ def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
     q = rng.normal(size=(query, features))
     params = {k: v for k, v in est.get_params(deep=False).items()}
     params.update(chunk_size=query, verbose=False)
-    probe = type(est)(**params)
+
+    def fitted(n: int) -> Any:
+        probe = type(est)(**params).fit(x[:n], y[:n])
+        run = probe.predict_proba if classify else probe.predict
+        run(q[:8])  # the first call builds lazy state (member views): out of the timing and the peaks
+        return run
+
     t0 = time.perf_counter()
-    probe.fit(x, y)
+    run = fitted(rows)
     fit_s = time.perf_counter() - t0
-    run = probe.predict_proba if classify else probe.predict
-    run(q[:8])  # the first call builds lazy state (member views): out of the timing
     t0 = time.perf_counter()
     run(q)
     seconds = time.perf_counter() - t0  # timed apart: the profiler slows the pass it watches
-    _, peak = tensor_peak_bytes(lambda: run(q))
-    return _Probe(rows, query, fit_s, seconds, peak)
+    peak = tensor_peak_bytes(lambda: run(q))[1]
+    # two more points: a quarter of the query rows, then half the context rows
+    q_small, r_small = max(1, query // 4), max(2, rows // 2)
+    per_query = max(0.0, (peak - tensor_peak_bytes(lambda: run(q[:q_small]))[1]) / max(1, query - q_small))
+    run_small = fitted(r_small)
+    per_context = max(0.0, (peak - tensor_peak_bytes(lambda: run_small(q))[1]) / max(1, rows - r_small))
+    fixed = max(0.0, peak - per_query * query - per_context * rows)
+    return _Probe(rows, query, fit_s, seconds, peak, fixed, per_context, per_query)
 
 
 def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int | None = None,
@@ -147,9 +171,9 @@ def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int
 
     With ``calibrate`` (CPU), the estimator itself runs once on a small probe of the same width (at most
     512 training rows, one chunk of at most 1,024 query rows): time scales with the counted work
-    (:func:`forward_flops`) and the training rows; memory is the shape model of the memory check
-    (:func:`tabzoo.kernels.memory.in_context_bytes`) times the ratio of the probe's measured tensor peak to
-    that model at the probe's shape, plus the tables. Without it
+    (:func:`forward_flops`) and the training rows; memory is the probe's linear model of one pass's tensor
+    peak in context and query-chunk rows (three profiled passes: the probe, a quarter of its query rows,
+    half its context rows) at the asked shape, times :data:`NON_TENSOR`, plus the tables. Without it
     (or on another device): the work divided by the measured matmul throughput, memory from
     :func:`tabzoo.kernels.memory.in_context_bytes` (the bound the estimators check before allocating).
 
@@ -182,9 +206,8 @@ def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int
         pr = _probe(est, min(rows, 512), features, min(n_pred, chunk, 1024))
         probe_flops = forward_flops(model, members, pr.rows, pr.query, width)
         scale = flops / probe_flops if probe_flops > 0 else (rows + n_pred) / (pr.rows + pr.query)
-        # the shape model of the memory check, its constant taken from the probe's measured tensor peak
-        probe_bound = in_context_bytes(model, members, pr.rows + pr.query, width)
-        chunk_bytes = pr.predict_peak * pass_bytes / probe_bound if probe_bound > 0 else pass_bytes
+        # the probe's linear model of the tensor peak at one chunk, times what tensors do not count
+        chunk_bytes = NON_TENSOR * pr.tensor_peak(rows, min(chunk, max(n_pred, 1)))
         return Estimate(
             fit_bytes=params + context + (chunk_bytes if fit_mode_cache else 0.0),
             predict_bytes=chunk_bytes + tables,

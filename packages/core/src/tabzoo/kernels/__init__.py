@@ -4,14 +4,14 @@ Public ops: :func:`masked_attention`, :func:`linear_attention` (and its stateful
 :func:`linear_attention_state` / :func:`linear_attention_read` for streamed inference),
 :func:`selective_scan`. Each
 dispatches to the best available backend that supports its inputs; ``use(name)`` or the env
-var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.registry` for the exact rules).
+var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.op_registry` for the exact rules).
 """
 
 from tabzoo.kernels import banded as _banded  # noqa: E402, F401  (masked_attention/banded)
 from tabzoo.kernels.attention import masked_attention  # noqa: E402  (registers its backends)
 from tabzoo.kernels.linear_attention import linear_attention  # noqa: E402
 from tabzoo.kernels.linear_state import linear_attention_read, linear_attention_state  # noqa: E402
-from tabzoo.kernels.registry import (
+from tabzoo.kernels.op_registry import (
     ENV_VAR,
     Backend,
     Cost,

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from tabzoo.errors import TabzooInputError
-from tabzoo.kernels.registry import (
+from tabzoo.kernels.op_registry import (
     Backend,
     Cost,
     define_op,

@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from tabzoo.kernels.registry import Backend, Cost, forced_backend, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, forced_backend, register_backend
 
 __all__ = ["BlockLayout", "attention_banded", "block_layout", "block_size", "decompose", "MIN_TOKENS"]
 

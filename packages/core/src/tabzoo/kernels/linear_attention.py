@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from tabzoo.errors import TabzooInputError
-from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, define_op, dispatch, register_backend
 
 __all__ = ["linear_attention", "DEFAULT_CHUNK_ROWS", "fast_read", "fast_state"]
 

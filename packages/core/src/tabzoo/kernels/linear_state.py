@@ -26,7 +26,7 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels.linear_attention import DEFAULT_CHUNK_ROWS, _phi, fast_read, fast_state
-from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, define_op, dispatch, register_backend
 
 __all__ = ["linear_attention_state", "linear_attention_read", "STATE_OP", "READ_OP", "EXAMPLE_INPUTS"]
 

@@ -15,13 +15,19 @@ the backward recomputes one segment's states from it (as Mamba's kernel does) an
 ``G_t = gy_t C_t + a_{t+1} G_{t+1}`` backwards, accumulating the gradients of ``x, delta, A, B,
 C`` in the same pass. fp32 throughout; ``D x`` is added by autograd outside.
 
-Opt-in: ``TABZOO_SCAN_CPU=1`` makes it available (priority above ``chunked``), unset or any
-other value leaves it off, so no process ever stalls on a build it did not ask for. It is built
-on first use with :func:`torch.utils.cpp_extension.load_inline` (a C++ compiler and ninja must be
-present; ``-march=native``; cached in torch's extension folder under :data:`NAME`, which must
-change whenever the source does). The build takes about a minute on an idle machine (11 minutes
-were measured at load 20 on 2 cores). When it fails the backend reports itself unavailable and
-dispatch picks the next one; the failure is logged once.
+When it runs (``TABZOO_SCAN_CPU``): unset (the default) = used when it is already built for this
+torch installation, never built unasked (loading the built library takes well under a second);
+``1`` = built on first use if needed, with a warning that says so and how long it takes; ``0`` =
+off. ``python -m tabzoo.kernels.scan_build`` builds it ahead of time, with progress messages (once
+per torch installation: a virtual environment, a nox session). CI sets nothing, so no CI session
+ever waits on a compiler. The build uses :func:`torch.utils.cpp_extension.load_inline` (a C++
+compiler and ninja must be present; ``-march=native``) in a folder of its own per torch
+installation (:func:`build_directory`: torch's extension root, ``NAME`` plus a hash of the torch
+version and folder), because ninja rebuilds whenever the compile command changes, and it
+names the torch headers of the environment: one shared folder was rebuilt, minutes each time,
+whenever a second environment loaded it. The build takes about a minute on an idle machine (11
+minutes were measured at load 20 on 2 cores). When it fails the backend reports itself
+unavailable and dispatch picks the next one; the failure is logged once.
 
 Measured (one thread, CPU ms, load ~20, ``D = 128, N = 16``; forward / forward + backward):
 ``[1, 512]`` 1.4 / 9.6 against ``chunked`` 11.9 / 25.2; ``[1, 16384]`` 35.5 / 320 against
@@ -30,14 +36,16 @@ Measured (one thread, CPU ms, load ~20, ``D = 128, N = 16``; forward / forward +
 
 from __future__ import annotations
 
-import functools
+import hashlib
+import importlib.util
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["ENV_VAR", "NAME", "SEGMENT", "available", "built", "selective_scan_cpu"]
+__all__ = ["ENV_VAR", "NAME", "SEGMENT", "available", "build", "build_directory", "built", "selective_scan_cpu"]
 
 log = logging.getLogger("tabzoo.kernels")
 SEGMENT = 64  # positions per saved state (backward recomputes a segment)
@@ -173,34 +181,84 @@ std::vector<torch::Tensor> scan_bwd(torch::Tensor x, torch::Tensor delta, torch:
 """
 
 
-@functools.lru_cache(maxsize=1)
-def _module() -> Any:
-    try:
-        from torch.utils.cpp_extension import load_inline
+def build_directory() -> Path:
+    """This torch installation's build folder (not created here): under torch's extension root
+    (``TORCH_EXTENSIONS_DIR`` or its default), ``NAME-<hash of the torch version and folder>``."""
+    from torch.utils.cpp_extension import get_default_build_root
 
-        return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd"],
-                           extra_cflags=["-O3", "-march=native", "-ffast-math", "-fno-finite-math-only"],
-                           verbose=False)
-    except Exception as exc:  # no compiler / ninja / headers: the next backend runs instead
-        log.info("selective_scan/cpu_fused unavailable (%s: %s); using the next backend", type(exc).__name__, exc)
-        return None
+    key = hashlib.sha256(f"{torch.__version__}|{Path(torch.__file__).parent}".encode()).hexdigest()[:12]
+    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / f"{NAME}-{key}"
 
 
-def available() -> bool:
-    """Whether the backend is on: ``TABZOO_SCAN_CPU=1`` and the loop builds (the first call
-    with the variable set builds it, or loads the cached build)."""
-    return os.environ.get(ENV_VAR) == "1" and _module() is not None
+def _library() -> Path:
+    from torch.utils.cpp_extension import LIB_EXT
+
+    return build_directory() / f"{NAME}{LIB_EXT}"
 
 
 def built() -> bool:
-    """Whether a build of :data:`NAME` is in torch's extension folder (then loading is quick)."""
+    """Whether the library is built for this torch installation (then loading it is quick)."""
     try:
-        from torch.utils.cpp_extension import _get_build_directory
-
-        folder = _get_build_directory(NAME, False)
-    except Exception:  # noqa: BLE001 - a private torch helper; no folder means not built
+        return _library().is_file()
+    except OSError:  # an unreadable folder: not built, as far as this process can tell
         return False
-    return any(f.startswith(NAME) and f.endswith(".so") for f in os.listdir(folder)) if os.path.isdir(folder) else False
+
+
+def build(verbose: bool = False) -> Any:
+    """Compile (or, when up to date, just load) the extension in :func:`build_directory`; the
+    module, or raises what the compiler raised."""
+    from torch.utils.cpp_extension import load_inline
+
+    build_directory().mkdir(parents=True, exist_ok=True)
+    return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd"],
+                       extra_cflags=["-O3", "-march=native", "-ffast-math", "-fno-finite-math-only"],
+                       build_directory=str(build_directory()), verbose=verbose)
+
+
+def _load_built() -> Any:
+    """Import the built library directly (no compiler, no ninja)."""
+    spec = importlib.util.spec_from_file_location(NAME, _library())
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {_library()}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_LOADED: list[Any] = []  # the module, once loaded or built
+_FAILED: set[bool] = set()  # the modes (may_build) that failed, so each is tried and logged once
+
+
+def _module(may_build: bool = False) -> Any:
+    """The loaded extension (loading a built library; building it first only with ``may_build``),
+    or None."""
+    if _LOADED:
+        return _LOADED[0]
+    if may_build in _FAILED or (not may_build and not built()):
+        return None
+    try:
+        if built():
+            module = _load_built()
+        else:
+            log.warning("selective_scan/cpu_fused: compiling the C++ scan once for this torch installation into %s "
+                        "(about a minute on an idle machine, longer under load; %s=0 skips it)",
+                        build_directory(), ENV_VAR)
+            module = build()
+    except Exception as exc:  # no compiler / ninja / headers: the next backend runs instead
+        _FAILED.add(may_build)
+        log.info("selective_scan/cpu_fused unavailable (%s: %s); using the next backend", type(exc).__name__, exc)
+        return None
+    _LOADED.append(module)
+    return module
+
+
+def available() -> bool:
+    """Whether the backend runs (see the module doc): ``TABZOO_SCAN_CPU`` unset and the library
+    built for this torch installation, or ``1`` (built now if needed); never with ``0``."""
+    mode = os.environ.get(ENV_VAR, "")
+    if mode not in ("", "1"):
+        return False
+    return _module(mode == "1") is not None
 
 
 class _Scan(torch.autograd.Function):

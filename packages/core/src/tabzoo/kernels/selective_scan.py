@@ -11,9 +11,10 @@ exponentially and both backends compute that growth faithfully (no log-space div
 so nothing overflows that the recurrence itself would not). Computation is in fp32 for every
 input dtype; the output has the dtype of ``x``.
 
-Backends (priority): ``cpu_fused`` (30; CPU only, opt-in with ``TABZOO_SCAN_CPU=1``: the
-recurrence as one compiled C++ pass with the state in cache, 5-8x faster forward and 2-3x faster
-forward + backward than ``chunked``; :mod:`tabzoo.kernels.scan_cpu`), ``chunked`` (20; blocked
+Backends (priority): ``cpu_fused`` (30; CPU only, used once built for this torch installation by
+``python -m tabzoo.kernels.scan_build`` or ``TABZOO_SCAN_CPU=1``, never built unasked, off with
+``TABZOO_SCAN_CPU=0``: the recurrence as one compiled C++ pass with the state in cache, 5-8x
+faster forward and 2-3x faster forward + backward than ``chunked``; :mod:`tabzoo.kernels.scan_cpu`), ``chunked`` (20; blocked
 recurrence with a hand-written backward, no Python loop over every position;
 :mod:`tabzoo.kernels.scan_chunked`), ``reference`` (0; a Python loop over t, vectorised over
 batch, D and N). A sequential Python loop is no cheaper than ``chunked`` even at L = 512 (70 ms
@@ -29,7 +30,7 @@ import torch
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels import scan_cpu
-from tabzoo.kernels.registry import Backend, Cost, define_op, dispatch, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, define_op, dispatch, register_backend
 from tabzoo.kernels.scan_chunked import default_chunk_length, selective_scan_chunked
 
 __all__ = ["selective_scan", "default_chunk_length"]

@@ -41,6 +41,7 @@ import pluggy
 
 from tabzoo.errors import AmbiguousPluginError, PluginBuildError, PluginLoadError, TabzooInputError
 from tabzoo.plugins import hookspecs, patches
+from tabzoo.plugins.lazy_cases import LazyCases
 from tabzoo.plugins.records import CaseFailure, PluginFailure, PluginRecord, install_command
 from tabzoo.plugins.specs import ArchitectureSpec, CaseFactory, CommandSpec, DemoSpec, PriorSpec
 
@@ -116,6 +117,7 @@ class PluginRegistry:
         self.pm.add_hookspecs(hookspecs)
         self.records: list[PluginRecord] = []
         self.items: dict[str, dict[str, _Entry]] = {k: {} for k in self.KINDS}
+        self.items["conformance_cases"] = LazyCases(self._realize_case)  # lazy factories build on first read
         self.conflicted: dict[str, dict[str, list[_Entry]]] = {k: {} for k in self.KINDS}
 
     # -- loading -------------------------------------------------------------------------
@@ -182,7 +184,7 @@ class PluginRegistry:
         """Remove everything ``record`` registered and unregister it from pluggy."""
         for kind, names in record.provides.items():
             for key in names:
-                entry = self.items[kind].get(key)
+                entry = dict.get(self.items[kind], key)  # never builds a lazy case
                 if entry is not None and entry.record is record:
                     del self.items[kind][key]
                     if kind == "kernel_backends":
@@ -257,7 +259,7 @@ class PluginRegistry:
             distribution registered the same name (both registrations are then withdrawn).
         """
         obj = _validate(kind, obj)
-        if kind == "conformance_cases" and isinstance(obj, CaseFactory):
+        if kind == "conformance_cases" and isinstance(obj, CaseFactory) and not obj.lazy:
             obj = self._build_case(obj, record)
             if obj is None:
                 return
@@ -273,7 +275,7 @@ class PluginRegistry:
         if key in self.conflicted[kind]:
             self.conflicted[kind][key].append(_Entry(obj, record))
             raise AmbiguousPluginError(self._ambiguity_message(kind, key))
-        existing = self.items[kind].get(key)
+        existing = dict.get(self.items[kind], key)  # never builds a lazy case
         if existing is not None and existing.record.distribution != record.distribution:
             del self.items[kind][key]
             if kind == "kernel_backends":
@@ -308,6 +310,16 @@ class PluginRegistry:
                                              kind="conformance_cases", name=factory.name), exc)
             return None
         return case
+
+    def _realize_case(self, entry: _Entry) -> _Entry | None:
+        """Build a lazy case factory (:mod:`tabzoo.plugins.lazy_cases`); ``None`` when it failed."""
+        case = self._build_case(entry.obj, entry.record)
+        if case is None:
+            names = entry.record.provides.get("conformance_cases", [])
+            if entry.obj.name in names:
+                names.remove(entry.obj.name)
+            return None
+        return _Entry(case, entry.record)
 
     @staticmethod
     def _register_backend(backend: Any) -> None:
@@ -383,6 +395,7 @@ class PluginRegistry:
         of a wrong type, case names registered by two distributions (one entry each) and plugins
         whose import failed (case = the entry-point name; their cases are unknown).
         """
+        self.items["conformance_cases"].realize()  # type: ignore[attr-defined]
         out: list[CaseFailure] = []
         for rec in self.records:
             for f in rec.failures:

@@ -29,6 +29,9 @@ IDLE_SHARE = 0.01
 def cpu_seconds(pid: int) -> float | None:
     """CPU seconds used so far by process ``pid`` (user + system, with its waited-for children);
     ``None`` where ``/proc`` cannot tell."""
+    if pid == os.getpid():  # this process: portable, all its threads
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime (fields 14-17)
@@ -37,16 +40,19 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def verdict(wall: float, idle_cpu: float | None, used_cpu: float | None, timeout: float) -> str | None:
+def verdict(wall: float, idle_cpu: float | None, used_cpu: float | None, timeout: float,
+            spin: bool = True) -> str | None:
     """``"blocked"``, ``"spinning"`` or ``None`` (still making progress).
 
     :param wall: wall-clock seconds since the current step began.
     :param idle_cpu: CPU seconds used over the last ``timeout`` wall-clock seconds (``None``: unknown).
     :param used_cpu: CPU seconds used since the current step began (``None``: unknown).
+    :param spin: whether ``timeout`` CPU-seconds count as hung (``False`` for work that may
+        legitimately compute for long: a demo's fit, a benchmark script; only "blocked" then).
     """
     if used_cpu is None or idle_cpu is None:
         return "blocked" if wall >= timeout else None  # no /proc: the wall clock decides
-    if used_cpu >= timeout:
+    if spin and used_cpu >= timeout:
         return "spinning"
     if wall >= timeout and idle_cpu < IDLE_SHARE * timeout:
         return "blocked"
@@ -54,10 +60,14 @@ def verdict(wall: float, idle_cpu: float | None, used_cpu: float | None, timeout
 
 
 class Watch:
-    """Watch one child process step by step (:meth:`restart` at each step, :meth:`check` often)."""
+    """Watch one process step by step (:meth:`restart` at each step, :meth:`check` often).
 
-    def __init__(self, pid: int, timeout: float) -> None:
-        self.pid, self.timeout = pid, timeout
+    ``pid`` may be this process itself (:func:`os.getpid`): a watchdog thread watching work run in
+    another thread (``tabzoo demo``) while the watching thread itself sleeps between checks.
+    """
+
+    def __init__(self, pid: int, timeout: float, spin: bool = True) -> None:
+        self.pid, self.timeout, self.spin = pid, timeout, spin
         self.restart()
 
     def restart(self) -> None:
@@ -74,7 +84,7 @@ class Watch:
         base = self.samples[0][1]
         used = None if cpu is None or self.cpu0 is None else cpu - self.cpu0
         idle = None if cpu is None or base is None else cpu - base
-        return verdict(wall - self.begun, idle, used, self.timeout)
+        return verdict(wall - self.begun, idle, used, self.timeout, self.spin)
 
     def poll_interval(self) -> float:
         """How long to wait for the child's output before checking again (seconds)."""

@@ -207,10 +207,16 @@ class CaseFactory:
     The registry calls ``factory()`` inside its own guard, so a factory that raises (or returns
     something else than a ``ConformanceCase`` named ``name``) loses only this case: the failure is
     recorded on the plugin's record and reported by ``tabzoo conformance``.
+
+    ``lazy=True``: the registry calls ``factory()`` only when conformance cases are first asked for
+    (``tabzoo conformance``, the kit), not while the plugin loads, so loading (and plugin
+    discovery) imports nothing of the case (torch, data). A failure of a lazy factory is then
+    recorded at that moment: ``tabzoo conformance`` reports it, ``tabzoo plugins`` does not see it.
     """
 
     name: str
     factory: Callable[[], Any]
+    lazy: bool = False
 
     def __post_init__(self) -> None:
         CaseFactory.validate(self)

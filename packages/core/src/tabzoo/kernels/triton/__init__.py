@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tabzoo.kernels.registry import Backend, Cost, register_backend
+from tabzoo.kernels.op_registry import Backend, Cost, register_backend
 from tabzoo.kernels.triton._common import (
     DTYPES,
     MAX_HEAD_DIM,

@@ -48,7 +48,7 @@ def is_available() -> bool:
 
 def device_reasons(inputs: Mapping[str, Any]) -> list[str]:
     """Refuse CPU tensors unless the interpreter is on (the registry already checked the device list)."""
-    from tabzoo.kernels.registry import device_type
+    from tabzoo.kernels.op_registry import device_type
 
     devs = {device_type(t) for t in inputs.values() if isinstance(t, torch.Tensor)}
     if "cpu" in devs and not interpreting():

@@ -126,43 +126,73 @@ def layout_for(mask: Any, nq: int, nk: int, block: int, device: torch.device) ->
 
 
 @triton.jit
+def _program_head(H):
+    """``(bh, b, h)``: this program's flattened (batch, head) index (grid axis 1) and its parts."""
+    bh = tl.program_id(1)
+    return bh, bh // H, bh % H
+
+
+@triton.jit
+def _own_block(N, BLOCK: tl.constexpr, BD: tl.constexpr):
+    """``(blk, idx, ar, dd, valid)``: this program's block of query or key rows (grid axis 0), the
+    rows ``idx``, ``arange(BLOCK)``, ``arange(BD)`` and the rows' in-range mask."""
+    blk = tl.program_id(0)
+    ar = tl.arange(0, BLOCK)
+    idx = blk * BLOCK + ar
+    return blk, idx, ar, tl.arange(0, BD), idx < N
+
+
+@triton.jit
+def _load_tile(ptr, b, h, idx, dd, sb, sh, sn, sd, valid, DH: tl.constexpr, UP: tl.constexpr):
+    """The ``[BLOCK, BD]`` tile of rows ``idx`` of head ``(b, h)`` of a strided ``[B, H, N, DH]``
+    tensor (0 outside the ``valid`` rows and the DH columns); fp32 if ``UP`` (the interpreter's 16-bit
+    ``tl.dot`` is wrong in triton 3.9)."""
+    t = tl.load(ptr + b * sb + h * sh + idx[:, None] * sn + dd[None, :] * sd,
+                mask=valid[:, None] & (dd[None, :] < DH), other=0.0)
+    if UP:
+        t = t.to(tl.float32)
+    return t
+
+
+@triton.jit
+def _tile_bits(tiles_ptr, ti, ar, BLOCK: tl.constexpr):
+    """The ``[BLOCK, BLOCK]`` allowed-bits of partial tile ``ti``; all 1 for a full tile (``ti`` -1)."""
+    return tl.load(tiles_ptr + ti * BLOCK * BLOCK + ar[:, None] * BLOCK + ar[None, :],
+                   mask=(ar[:, None] * 0 + ti) >= 0, other=1)
+
+
+@triton.jit
+def _key_tile(i, q, b, h, ar, dd, k_ptr, v_ptr, cols_ptr, tid_ptr, tiles_ptr, NK, qk_scale,
+              skb, skh, skn, skd, svb, svh, svn, svd,
+              DH: tl.constexpr, BLOCK: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):
+    """Entry ``i`` of a query block's nonzero tiles (CSR): its keys and values ``[BLOCK, BD]``, the
+    scores ``q k^T * qk_scale`` (log2 units) ``[BLOCK, BLOCK]`` and which of them are allowed."""
+    kb = tl.load(cols_ptr + i)
+    ti = tl.load(tid_ptr + i)
+    cols = kb * BLOCK + ar
+    cm = cols < NK
+    k = _load_tile(k_ptr, b, h, cols, dd, skb, skh, skn, skd, cm, DH, UP)
+    v = _load_tile(v_ptr, b, h, cols, dd, svb, svh, svn, svd, cm, DH, UP)
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
+    allowed = (_tile_bits(tiles_ptr, ti, ar, BLOCK) != 0) & cm[None, :]
+    return k, v, s, allowed
+
+
+@triton.jit
 def _fwd(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, rp_ptr, cols_ptr, tid_ptr, tiles_ptr, NQ, NK, H, qk_scale,
          sqb, sqh, sqn, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, son, sod,
          DH: tl.constexpr, BD: tl.constexpr, BLOCK: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):
-    qb = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
-    rows = qb * BLOCK + tl.arange(0, BLOCK)
-    ar = tl.arange(0, BLOCK)
-    dd = tl.arange(0, BD)
-    rm = rows < NQ
-    q = tl.load(q_ptr + b * sqb + h * sqh + rows[:, None] * sqn + dd[None, :] * sqd,
-                mask=rm[:, None] & (dd[None, :] < DH), other=0.0)
-    if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-        q = q.to(tl.float32)
+    qb, rows, ar, dd, rm = _own_block(NQ, BLOCK, BD)
+    bh, b, h = _program_head(H)
+    q = _load_tile(q_ptr, b, h, rows, dd, sqb, sqh, sqn, sqd, rm, DH, UP)
     m_i = tl.full((BLOCK,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK,), tl.float32)
     acc = tl.zeros((BLOCK, BD), tl.float32)
     start = tl.load(rp_ptr + qb)
     end = tl.load(rp_ptr + qb + 1)
     for i in range(start, end):
-        kb = tl.load(cols_ptr + i)
-        ti = tl.load(tid_ptr + i)
-        cols = kb * BLOCK + ar
-        cm = cols < NK
-        k = tl.load(k_ptr + b * skb + h * skh + cols[:, None] * skn + dd[None, :] * skd,
-                    mask=cm[:, None] & (dd[None, :] < DH), other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            k = k.to(tl.float32)
-        v = tl.load(v_ptr + b * svb + h * svh + cols[:, None] * svn + dd[None, :] * svd,
-                    mask=cm[:, None] & (dd[None, :] < DH), other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
-        bits = tl.load(tiles_ptr + ti * BLOCK * BLOCK + ar[:, None] * BLOCK + ar[None, :],
-                       mask=(ar[:, None] * 0 + ti) >= 0, other=1)
-        allowed = (bits != 0) & cm[None, :]
+        k, v, s, allowed = _key_tile(i, q, b, h, ar, dd, k_ptr, v_ptr, cols_ptr, tid_ptr, tiles_ptr, NK, qk_scale,
+                                     skb, skh, skn, skd, svb, svh, svn, svd, DH, BLOCK, PREC, UP)
         s = tl.where(allowed, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -184,43 +214,19 @@ def _bwd_dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, dl_ptr, dq_ptr, rp_ptr, cols_p
             NQ, NK, H, qk_scale, scale,
             sqb, sqh, sqn, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
             DH: tl.constexpr, BD: tl.constexpr, BLOCK: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):
-    qb = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
-    rows = qb * BLOCK + tl.arange(0, BLOCK)
-    ar = tl.arange(0, BLOCK)
-    dd = tl.arange(0, BD)
-    rm = rows < NQ
+    qb, rows, ar, dd, rm = _own_block(NQ, BLOCK, BD)
+    bh, b, h = _program_head(H)
     qmask = rm[:, None] & (dd[None, :] < DH)
-    q = tl.load(q_ptr + b * sqb + h * sqh + rows[:, None] * sqn + dd[None, :] * sqd, mask=qmask, other=0.0)
-    if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-        q = q.to(tl.float32)
-    do = tl.load(do_ptr + bh * NQ * DH + rows[:, None] * DH + dd[None, :], mask=qmask, other=0.0)
-    if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-        do = do.to(tl.float32)
+    q = _load_tile(q_ptr, b, h, rows, dd, sqb, sqh, sqn, sqd, rm, DH, UP)
+    do = _load_tile(do_ptr, bh, 0, rows, dd, NQ * DH, 0, DH, 1, rm, DH, UP)  # contiguous [B*H, NQ, DH]
     lse = tl.load(lse_ptr + bh * NQ + rows, mask=rm, other=float("inf"))
     dl = tl.load(dl_ptr + bh * NQ + rows, mask=rm, other=0.0)
     dq = tl.zeros((BLOCK, BD), tl.float32)
     start = tl.load(rp_ptr + qb)
     end = tl.load(rp_ptr + qb + 1)
     for i in range(start, end):
-        kb = tl.load(cols_ptr + i)
-        ti = tl.load(tid_ptr + i)
-        cols = kb * BLOCK + ar
-        cm = cols < NK
-        k = tl.load(k_ptr + b * skb + h * skh + cols[:, None] * skn + dd[None, :] * skd,
-                    mask=cm[:, None] & (dd[None, :] < DH), other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            k = k.to(tl.float32)
-        v = tl.load(v_ptr + b * svb + h * svh + cols[:, None] * svn + dd[None, :] * svd,
-                    mask=cm[:, None] & (dd[None, :] < DH), other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale
-        bits = tl.load(tiles_ptr + ti * BLOCK * BLOCK + ar[:, None] * BLOCK + ar[None, :],
-                       mask=(ar[:, None] * 0 + ti) >= 0, other=1)
-        allowed = (bits != 0) & cm[None, :]
+        k, v, s, allowed = _key_tile(i, q, b, h, ar, dd, k_ptr, v_ptr, cols_ptr, tid_ptr, tiles_ptr, NK, qk_scale,
+                                     skb, skh, skn, skd, svb, svh, svn, svd, DH, BLOCK, PREC, UP)
         p = tl.where(allowed, tl.exp2(s - lse[:, None]), 0.0)
         dp = tl.dot(do.to(v.dtype), tl.trans(v), input_precision=PREC)
         ds = p * (dp - dl[:, None])
@@ -233,21 +239,11 @@ def _bwd_dkv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, dl_ptr, dk_ptr, dv_ptr, cp_pt
              NQ, NK, H, qk_scale, scale,
              sqb, sqh, sqn, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
              DH: tl.constexpr, BD: tl.constexpr, BLOCK: tl.constexpr, PREC: tl.constexpr, UP: tl.constexpr):
-    kb = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
-    cols = kb * BLOCK + tl.arange(0, BLOCK)
-    ar = tl.arange(0, BLOCK)
-    dd = tl.arange(0, BD)
-    cm = cols < NK
+    kb, cols, ar, dd, cm = _own_block(NK, BLOCK, BD)
+    bh, b, h = _program_head(H)
     kmask = cm[:, None] & (dd[None, :] < DH)
-    k = tl.load(k_ptr + b * skb + h * skh + cols[:, None] * skn + dd[None, :] * skd, mask=kmask, other=0.0)
-    if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-        k = k.to(tl.float32)
-    v = tl.load(v_ptr + b * svb + h * svh + cols[:, None] * svn + dd[None, :] * svd, mask=kmask, other=0.0)
-    if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-        v = v.to(tl.float32)
+    k = _load_tile(k_ptr, b, h, cols, dd, skb, skh, skn, skd, cm, DH, UP)
+    v = _load_tile(v_ptr, b, h, cols, dd, svb, svh, svn, svd, cm, DH, UP)
     dk = tl.zeros((BLOCK, BD), tl.float32)
     dv = tl.zeros((BLOCK, BD), tl.float32)
     start = tl.load(cp_ptr + kb)
@@ -257,18 +253,12 @@ def _bwd_dkv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, dl_ptr, dk_ptr, dv_ptr, cp_pt
         ti = tl.load(tid_ptr + i)
         rows = qb * BLOCK + ar
         rm = rows < NQ
-        qmask = rm[:, None] & (dd[None, :] < DH)
-        q = tl.load(q_ptr + b * sqb + h * sqh + rows[:, None] * sqn + dd[None, :] * sqd, mask=qmask, other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            q = q.to(tl.float32)
-        do = tl.load(do_ptr + bh * NQ * DH + rows[:, None] * DH + dd[None, :], mask=qmask, other=0.0)
-        if UP:  # the interpreter's 16-bit tl.dot is wrong (triton 3.9); fp32 there
-            do = do.to(tl.float32)
+        q = _load_tile(q_ptr, b, h, rows, dd, sqb, sqh, sqn, sqd, rm, DH, UP)
+        do = _load_tile(do_ptr, bh, 0, rows, dd, NQ * DH, 0, DH, 1, rm, DH, UP)
         lse = tl.load(lse_ptr + bh * NQ + rows, mask=rm, other=float("inf"))
         dl = tl.load(dl_ptr + bh * NQ + rows, mask=rm, other=0.0)
         s = tl.dot(q, tl.trans(k), input_precision=PREC) * qk_scale  # [BLOCK_q, BLOCK_k]
-        bits = tl.load(tiles_ptr + ti * BLOCK * BLOCK + ar[:, None] * BLOCK + ar[None, :],
-                       mask=(ar[:, None] * 0 + ti) >= 0, other=1)
+        bits = _tile_bits(tiles_ptr, ti, ar, BLOCK)
         allowed = (bits != 0) & cm[None, :] & rm[:, None]
         p = tl.where(allowed, tl.exp2(s - lse[:, None]), 0.0)
         dv += tl.dot(tl.trans(p).to(v.dtype), do.to(v.dtype), input_precision=PREC)

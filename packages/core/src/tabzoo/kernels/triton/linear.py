@@ -30,15 +30,56 @@ READ_BLOCK_N_CUDA = 128
 
 
 @triton.jit
+def _load_f32(ptr, b, h, rows, cols, sb, sh, sr, sc, rmask, cmask):
+    """``[len(rows), len(cols)]`` fp32 block of head ``(b, h)`` of a strided 4-d tensor (0 where
+    ``rmask[:, None] & cmask[None, :]`` is false)."""
+    return tl.load(ptr + b * sb + h * sh + rows[:, None] * sr + cols[None, :] * sc,
+                   mask=rmask[:, None] & cmask[None, :], other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _phi(x):
+    """The feature map elu(x) + 1."""
+    return tl.where(x > 0, x + 1.0, tl.exp(x))
+
+
+@triton.jit
+def _dphi(x):
+    """The derivative of :func:`_phi`."""
+    return tl.where(x > 0, 1.0, tl.exp(x))
+
+
+@triton.jit
+def _split_program(H):
+    """``(bh, sp, nsp, b, h)``: a reduction program's (batch, head) index (grid axis 0) and its
+    parts, and its split of the rows (axis 1) of ``nsp``."""
+    bh = tl.program_id(0)
+    return bh, tl.program_id(1), tl.num_programs(1), bh // H, bh % H
+
+
+@triton.jit
+def _store_partial(s_ptr, z_ptr, bh, sp, nsp, acc, accz, dk, dv, BDH: tl.constexpr, BDV: tl.constexpr):
+    """Write one split's partial sums ``acc [BDH, BDV]`` and ``accz [BDH]`` (summed by torch)."""
+    out = (bh * nsp + sp)
+    tl.store(s_ptr + out * BDH * BDV + dk[:, None] * BDV + dv[None, :], acc)
+    tl.store(z_ptr + out * BDH + dk, accz)
+
+
+@triton.jit
+def _row_program(N, H, BN: tl.constexpr):
+    """``(bh, b, h, r, rm)``: a row program's (batch, head) index (grid axis 1) and its parts, and
+    its ``BN`` rows (block of grid axis 0) with their in-range mask."""
+    bh = tl.program_id(1)
+    r = tl.program_id(0) * BN + tl.arange(0, BN)
+    return bh, bh // H, bh % H, r, r < N
+
+
+@triton.jit
 def _state_fwd(k_ptr, v_ptr, s_ptr, z_ptr, N, H, ROWS_PER_SPLIT,
                skb, skh, skn, skd, svb, svh, svn, svd,
                DH: tl.constexpr, DV: tl.constexpr, BDH: tl.constexpr, BDV: tl.constexpr,
                BN: tl.constexpr, PREC: tl.constexpr):
-    bh = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsp = tl.num_programs(1)
-    b = bh // H
-    h = bh % H
+    bh, sp, nsp, b, h = _split_program(H)
     dk = tl.arange(0, BDH)
     dv = tl.arange(0, BDV)
     rows = tl.arange(0, BN)
@@ -49,17 +90,12 @@ def _state_fwd(k_ptr, v_ptr, s_ptr, z_ptr, N, H, ROWS_PER_SPLIT,
     for n0 in range(start, stop, BN):
         r = n0 + rows
         rm = r < stop
-        k = tl.load(k_ptr + b * skb + h * skh + r[:, None] * skn + dk[None, :] * skd,
-                    mask=rm[:, None] & (dk[None, :] < DH), other=0.0).to(tl.float32)
-        v = tl.load(v_ptr + b * svb + h * svh + r[:, None] * svn + dv[None, :] * svd,
-                    mask=rm[:, None] & (dv[None, :] < DV), other=0.0).to(tl.float32)
-        pk = tl.where(k > 0, k + 1.0, tl.exp(k))
-        pk = tl.where(rm[:, None] & (dk[None, :] < DH), pk, 0.0)
+        k = _load_f32(k_ptr, b, h, r, dk, skb, skh, skn, skd, rm, dk < DH)
+        v = _load_f32(v_ptr, b, h, r, dv, svb, svh, svn, svd, rm, dv < DV)
+        pk = tl.where(rm[:, None] & (dk[None, :] < DH), _phi(k), 0.0)
         acc += tl.dot(tl.trans(pk), v, input_precision=PREC)
         accz += tl.sum(pk, axis=0)
-    out = (bh * nsp + sp)
-    tl.store(s_ptr + out * BDH * BDV + dk[:, None] * BDV + dv[None, :], acc)
-    tl.store(z_ptr + out * BDH + dk, accz)
+    _store_partial(s_ptr, z_ptr, bh, sp, nsp, acc, accz, dk, dv, BDH, BDV)
 
 
 @triton.jit
@@ -67,21 +103,14 @@ def _read_fwd(q_ptr, s_ptr, z_ptr, o_ptr, N, H, eps,
               sqb, sqh, sqn, sqd, ssb, ssh, ssd, sse, szb, szh, szd, sob, soh, son, sod,
               DH: tl.constexpr, DV: tl.constexpr, BDH: tl.constexpr, BDV: tl.constexpr,
               BN: tl.constexpr, PREC: tl.constexpr):
-    pid = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    bh, b, h, r, rm = _row_program(N, H, BN)
     dk = tl.arange(0, BDH)
     dv = tl.arange(0, BDV)
-    r = pid * BN + tl.arange(0, BN)
-    rm = r < N
     km = dk < DH
-    S = tl.load(s_ptr + b * ssb + h * ssh + dk[:, None] * ssd + dv[None, :] * sse,
-                mask=km[:, None] & (dv[None, :] < DV), other=0.0).to(tl.float32)
+    S = _load_f32(s_ptr, b, h, dk, dv, ssb, ssh, ssd, sse, km, dv < DV)
     z = tl.load(z_ptr + b * szb + h * szh + dk * szd, mask=km, other=0.0).to(tl.float32)
-    q = tl.load(q_ptr + b * sqb + h * sqh + r[:, None] * sqn + dk[None, :] * sqd,
-                mask=rm[:, None] & km[None, :], other=0.0).to(tl.float32)
-    pq = tl.where(km[None, :], tl.where(q > 0, q + 1.0, tl.exp(q)), 0.0)
+    q = _load_f32(q_ptr, b, h, r, dk, sqb, sqh, sqn, sqd, rm, km)
+    pq = tl.where(km[None, :], _phi(q), 0.0)
     num = tl.dot(pq, S, input_precision=PREC)
     den = tl.sum(pq * z[None, :], axis=1) + eps
     out = num / den[:, None]
@@ -94,17 +123,12 @@ def _read_bwd(q_ptr, s_ptr, z_ptr, g_ptr, dq_ptr, ds_ptr, dz_ptr, N, H, eps, ROW
               sqb, sqh, sqn, sqd, ssb, ssh, ssd, sse, szb, szh, szd, sgb, sgh, sgn, sgd,
               DH: tl.constexpr, DV: tl.constexpr, BDH: tl.constexpr, BDV: tl.constexpr,
               BN: tl.constexpr, PREC: tl.constexpr):
-    bh = tl.program_id(0)
-    sp = tl.program_id(1)
-    nsp = tl.num_programs(1)
-    b = bh // H
-    h = bh % H
+    bh, sp, nsp, b, h = _split_program(H)
     dk = tl.arange(0, BDH)
     dv = tl.arange(0, BDV)
     km = dk < DH
     vm = dv < DV
-    S = tl.load(s_ptr + b * ssb + h * ssh + dk[:, None] * ssd + dv[None, :] * sse,
-                mask=km[:, None] & vm[None, :], other=0.0).to(tl.float32)
+    S = _load_f32(s_ptr, b, h, dk, dv, ssb, ssh, ssd, sse, km, vm)
     z = tl.load(z_ptr + b * szb + h * szh + dk * szd, mask=km, other=0.0).to(tl.float32)
     acc = tl.zeros((BDH, BDV), dtype=tl.float32)
     accz = tl.zeros((BDH,), dtype=tl.float32)
@@ -113,23 +137,19 @@ def _read_bwd(q_ptr, s_ptr, z_ptr, g_ptr, dq_ptr, ds_ptr, dz_ptr, N, H, eps, ROW
     for n0 in range(start, stop, BN):
         r = n0 + tl.arange(0, BN)
         rm = r < stop
-        q = tl.load(q_ptr + b * sqb + h * sqh + r[:, None] * sqn + dk[None, :] * sqd,
-                    mask=rm[:, None] & km[None, :], other=0.0).to(tl.float32)
-        g = tl.load(g_ptr + b * sgb + h * sgh + r[:, None] * sgn + dv[None, :] * sgd,
-                    mask=rm[:, None] & vm[None, :], other=0.0).to(tl.float32)
-        pq = tl.where(rm[:, None] & km[None, :], tl.where(q > 0, q + 1.0, tl.exp(q)), 0.0)
+        q = _load_f32(q_ptr, b, h, r, dk, sqb, sqh, sqn, sqd, rm, km)
+        g = _load_f32(g_ptr, b, h, r, dv, sgb, sgh, sgn, sgd, rm, vm)
+        pq = tl.where(rm[:, None] & km[None, :], _phi(q), 0.0)
         num = tl.dot(pq, S, input_precision=PREC)
         den = tl.sum(pq * z[None, :], axis=1) + eps
         dn = g / den[:, None]
         dd = -tl.sum(dn * num, axis=1) / den
         dpq = tl.dot(dn, tl.trans(S), input_precision=PREC) + dd[:, None] * z[None, :]
-        dqv = dpq * tl.where(q > 0, 1.0, tl.exp(q))
+        dqv = dpq * _dphi(q)
         tl.store(dq_ptr + bh * N * DH + r[:, None] * DH + dk[None, :], dqv, mask=rm[:, None] & km[None, :])
         acc += tl.dot(tl.trans(pq), dn, input_precision=PREC)
         accz += tl.sum(pq * dd[:, None], axis=0)
-    out = (bh * nsp + sp)
-    tl.store(ds_ptr + out * BDH * BDV + dk[:, None] * BDV + dv[None, :], acc)
-    tl.store(dz_ptr + out * BDH + dk, accz)
+    _store_partial(ds_ptr, dz_ptr, bh, sp, nsp, acc, accz, dk, dv, BDH, BDV)
 
 
 @triton.jit
@@ -137,25 +157,18 @@ def _state_bwd(k_ptr, v_ptr, ds_ptr, dz_ptr, dk_ptr, dv_ptr, N, H,
                skb, skh, skn, skd, svb, svh, svn, svd,
                DH: tl.constexpr, DV: tl.constexpr, BDH: tl.constexpr, BDV: tl.constexpr,
                BN: tl.constexpr, PREC: tl.constexpr):
-    pid = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    bh, b, h, r, rm = _row_program(N, H, BN)
     dk = tl.arange(0, BDH)
     dv = tl.arange(0, BDV)
     km = dk < DH
     vm = dv < DV
-    r = pid * BN + tl.arange(0, BN)
-    rm = r < N
     dS = tl.load(ds_ptr + bh * BDH * BDV + dk[:, None] * BDV + dv[None, :])
     dz = tl.load(dz_ptr + bh * BDH + dk)
-    k = tl.load(k_ptr + b * skb + h * skh + r[:, None] * skn + dk[None, :] * skd,
-                mask=rm[:, None] & km[None, :], other=0.0).to(tl.float32)
-    v = tl.load(v_ptr + b * svb + h * svh + r[:, None] * svn + dv[None, :] * svd,
-                mask=rm[:, None] & vm[None, :], other=0.0).to(tl.float32)
-    pk = tl.where(km[None, :], tl.where(k > 0, k + 1.0, tl.exp(k)), 0.0)
+    k = _load_f32(k_ptr, b, h, r, dk, skb, skh, skn, skd, rm, km)
+    v = _load_f32(v_ptr, b, h, r, dv, svb, svh, svn, svd, rm, vm)
+    pk = tl.where(km[None, :], _phi(k), 0.0)
     dpk = tl.dot(v, tl.trans(dS), input_precision=PREC) + dz[None, :]
-    dkv = dpk * tl.where(k > 0, 1.0, tl.exp(k))
+    dkv = dpk * _dphi(k)
     dvv = tl.dot(pk, dS, input_precision=PREC)
     tl.store(dk_ptr + bh * N * DH + r[:, None] * DH + dk[None, :], dkv, mask=rm[:, None] & km[None, :])
     tl.store(dv_ptr + bh * N * DV + r[:, None] * DV + dv[None, :], dvv, mask=rm[:, None] & vm[None, :])

@@ -32,18 +32,47 @@ LOG2E = 1.0 / math.log(2.0)
 
 
 @triton.jit
-def _chunk(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, hs_ptr, y_ptr, loc_ptr, dsum_ptr, L, D, NS, NCH, T,
-           sxb, sxl, sxd, sdb, sdl, sdd, sbb, sbl, sbn, scb, scl, scn,
-           BD: tl.constexpr, BN: tl.constexpr, REVERSE: tl.constexpr, EMIT: tl.constexpr):
+def _program_block(a2_ptr, D, NS, BD: tl.constexpr, BN: tl.constexpr):
+    """``(pb, pd, d, n, dm, nm, dn, a2)``: this program's batch row and channel block (grid axes 0
+    and 1), its channels ``d [BD]`` and states ``n [BN]`` with their in-range masks (``dn`` both),
+    and its rows of ``A log2 e`` ``[BD, BN]``."""
     pb = tl.program_id(0)
     pd = tl.program_id(1)
-    pc = tl.program_id(2)
     d = pd * BD + tl.arange(0, BD)
     n = tl.arange(0, BN)
     dm = d < D
     nm = n < NS
     dn = dm[:, None] & nm[None, :]
     a2 = tl.load(a2_ptr + d[:, None] * NS + n[None, :], mask=dn, other=0.0)
+    return pb, pd, d, n, dm, nm, dn, a2
+
+
+@triton.jit
+def _step(pc, j, T, L, d, n, dm, nm, REVERSE: tl.constexpr):
+    """``(t, okd, okn)``: the position in the sequence of step ``j`` of chunk ``pc`` (in scan order)
+    and the channel / state masks, false past the sequence's end."""
+    tt = pc * T + j
+    okd = dm & ((d * 0 + tt) < L)
+    okn = nm & ((n * 0 + tt) < L)
+    if REVERSE:
+        t = L - 1 - tt
+    else:
+        t = tt
+    return t, okd, okn
+
+
+@triton.jit
+def _at(ptr, pb, t, idx, sb, sl, si, ok):
+    """``ptr[pb, t, idx]`` of a strided ``[batch, L, ·]`` tensor in fp32 (0 where not ``ok``)."""
+    return tl.load(ptr + pb * sb + t * sl + idx * si, mask=ok, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _chunk(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, hs_ptr, y_ptr, loc_ptr, dsum_ptr, L, D, NS, NCH, T,
+           sxb, sxl, sxd, sdb, sdl, sdd, sbb, sbl, sbn, scb, scl, scn,
+           BD: tl.constexpr, BN: tl.constexpr, REVERSE: tl.constexpr, EMIT: tl.constexpr):
+    pb, pd, d, n, dm, nm, dn, a2 = _program_block(a2_ptr, D, NS, BD, BN)
+    pc = tl.program_id(2)
     st = ((pb * NCH + pc) * D + d[:, None]) * NS + n[None, :]
     if EMIT:
         h = tl.load(hs_ptr + st, mask=dn, other=0.0)
@@ -51,19 +80,13 @@ def _chunk(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, hs_ptr, y_ptr, loc_ptr, dsum_ptr
         h = tl.zeros((BD, BN), dtype=tl.float32)
     dsum = tl.zeros((BD,), dtype=tl.float32)
     for j in range(0, T):
-        tt = pc * T + j
-        okd = dm & ((d * 0 + tt) < L)
-        okn = nm & ((n * 0 + tt) < L)
-        if REVERSE:
-            t = L - 1 - tt
-        else:
-            t = tt
-        dt = tl.load(dl_ptr + pb * sdb + t * sdl + d * sdd, mask=okd, other=0.0).to(tl.float32)
-        xt = tl.load(x_ptr + pb * sxb + t * sxl + d * sxd, mask=okd, other=0.0).to(tl.float32)
-        bt = tl.load(b_ptr + pb * sbb + t * sbl + n * sbn, mask=okn, other=0.0).to(tl.float32)
+        t, okd, okn = _step(pc, j, T, L, d, n, dm, nm, REVERSE)
+        dt = _at(dl_ptr, pb, t, d, sdb, sdl, sdd, okd)
+        xt = _at(x_ptr, pb, t, d, sxb, sxl, sxd, okd)
+        bt = _at(b_ptr, pb, t, n, sbb, sbl, sbn, okn)
         h = tl.exp2(dt[:, None] * a2) * h + (dt * xt)[:, None] * bt[None, :]
         if EMIT:
-            ct = tl.load(c_ptr + pb * scb + t * scl + n * scn, mask=okn, other=0.0).to(tl.float32)
+            ct = _at(c_ptr, pb, t, n, scb, scl, scn, okn)
             yt = tl.sum(h * ct[None, :], axis=1)
             tl.store(y_ptr + (pb * L + t) * D + d, yt, mask=okd)
         else:
@@ -76,13 +99,7 @@ def _chunk(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, hs_ptr, y_ptr, loc_ptr, dsum_ptr
 @triton.jit
 def _carry(loc_ptr, dsum_ptr, a2_ptr, out_ptr, D, NS, NCH,
            BD: tl.constexpr, BN: tl.constexpr, BACKWARD: tl.constexpr):
-    pb = tl.program_id(0)
-    pd = tl.program_id(1)
-    d = pd * BD + tl.arange(0, BD)
-    n = tl.arange(0, BN)
-    dm = d < D
-    dn = dm[:, None] & (n < NS)[None, :]
-    a2 = tl.load(a2_ptr + d[:, None] * NS + n[None, :], mask=dn, other=0.0)
+    pb, pd, d, n, dm, nm, dn, a2 = _program_block(a2_ptr, D, NS, BD, BN)
     carry = tl.zeros((BD, BN), dtype=tl.float32)
     for i in range(0, NCH):
         if BACKWARD:
@@ -99,27 +116,14 @@ def _carry(loc_ptr, dsum_ptr, a2_ptr, out_ptr, D, NS, NCH,
 def _chunk_adj(dl_ptr, a2_ptr, c_ptr, g_ptr, m_ptr, L, D, NS, NCH, T,
                sdb, sdl, sdd, scb, scl, scn,
                BD: tl.constexpr, BN: tl.constexpr, REVERSE: tl.constexpr):
-    pb = tl.program_id(0)
-    pd = tl.program_id(1)
+    pb, pd, d, n, dm, nm, dn, a2 = _program_block(a2_ptr, D, NS, BD, BN)
     pc = tl.program_id(2)
-    d = pd * BD + tl.arange(0, BD)
-    n = tl.arange(0, BN)
-    dm = d < D
-    nm = n < NS
-    dn = dm[:, None] & nm[None, :]
-    a2 = tl.load(a2_ptr + d[:, None] * NS + n[None, :], mask=dn, other=0.0)
     carry = tl.zeros((BD, BN), dtype=tl.float32)
     for j in range(0, T):
-        tt = pc * T + (T - 1 - j)
-        okd = dm & ((d * 0 + tt) < L)
-        okn = nm & ((n * 0 + tt) < L)
-        if REVERSE:
-            t = L - 1 - tt
-        else:
-            t = tt
-        dt = tl.load(dl_ptr + pb * sdb + t * sdl + d * sdd, mask=okd, other=0.0).to(tl.float32)
+        t, okd, okn = _step(pc, T - 1 - j, T, L, d, n, dm, nm, REVERSE)
+        dt = _at(dl_ptr, pb, t, d, sdb, sdl, sdd, okd)
         gt = tl.load(g_ptr + (pb * L + t) * D + d, mask=okd, other=0.0)
-        ct = tl.load(c_ptr + pb * scb + t * scl + n * scn, mask=okn, other=0.0).to(tl.float32)
+        ct = _at(c_ptr, pb, t, n, scb, scl, scn, okn)
         lam = gt[:, None] * ct[None, :] + carry
         carry = tl.exp2(dt[:, None] * a2) * lam
     tl.store(m_ptr + ((pb * NCH + pc) * D + d[:, None]) * NS + n[None, :], carry, mask=dn)
@@ -130,30 +134,17 @@ def _chunk_bwd(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, g_ptr, hs_ptr, rho_ptr, scr_
                dx_ptr, ddl_ptr, dbp_ptr, dcp_ptr, dap_ptr, L, D, NS, NCH, T, ln2,
                sxb, sxl, sxd, sdb, sdl, sdd, sbb, sbl, sbn, scb, scl, scn,
                BD: tl.constexpr, BN: tl.constexpr, REVERSE: tl.constexpr):
-    pb = tl.program_id(0)
-    pd = tl.program_id(1)
+    pb, pd, d, n, dm, nm, dn, a2 = _program_block(a2_ptr, D, NS, BD, BN)
     pc = tl.program_id(2)
-    d = pd * BD + tl.arange(0, BD)
-    n = tl.arange(0, BN)
-    dm = d < D
-    nm = n < NS
-    dn = dm[:, None] & nm[None, :]
-    a2 = tl.load(a2_ptr + d[:, None] * NS + n[None, :], mask=dn, other=0.0)
     st = ((pb * NCH + pc) * D + d[:, None]) * NS + n[None, :]
     h0 = tl.load(hs_ptr + st, mask=dn, other=0.0)
     scr = scr_ptr + ((pb * NCH + pc) * T) * D * NS + d[:, None] * NS + n[None, :]
     h = h0
     for j in range(0, T):  # recompute this chunk's states into the scratch buffer
-        tt = pc * T + j
-        okd = dm & ((d * 0 + tt) < L)
-        okn = nm & ((n * 0 + tt) < L)
-        if REVERSE:
-            t = L - 1 - tt
-        else:
-            t = tt
-        dt = tl.load(dl_ptr + pb * sdb + t * sdl + d * sdd, mask=okd, other=0.0).to(tl.float32)
-        xt = tl.load(x_ptr + pb * sxb + t * sxl + d * sxd, mask=okd, other=0.0).to(tl.float32)
-        bt = tl.load(b_ptr + pb * sbb + t * sbl + n * sbn, mask=okn, other=0.0).to(tl.float32)
+        t, okd, okn = _step(pc, j, T, L, d, n, dm, nm, REVERSE)
+        dt = _at(dl_ptr, pb, t, d, sdb, sdl, sdd, okd)
+        xt = _at(x_ptr, pb, t, d, sxb, sxl, sxd, okd)
+        bt = _at(b_ptr, pb, t, n, sbb, sbl, sbn, okn)
         h = tl.exp2(dt[:, None] * a2) * h + (dt * xt)[:, None] * bt[None, :]
         tl.store(scr + j * D * NS, h, mask=dn)
     tl.debug_barrier()
@@ -161,17 +152,11 @@ def _chunk_bwd(x_ptr, dl_ptr, a2_ptr, b_ptr, c_ptr, g_ptr, hs_ptr, rho_ptr, scr_
     da_acc = tl.zeros((BD, BN), dtype=tl.float32)
     for j2 in range(0, T):
         j = T - 1 - j2
-        tt = pc * T + j
-        okd = dm & ((d * 0 + tt) < L)
-        okn = nm & ((n * 0 + tt) < L)
-        if REVERSE:
-            t = L - 1 - tt
-        else:
-            t = tt
-        dt = tl.load(dl_ptr + pb * sdb + t * sdl + d * sdd, mask=okd, other=0.0).to(tl.float32)
-        xt = tl.load(x_ptr + pb * sxb + t * sxl + d * sxd, mask=okd, other=0.0).to(tl.float32)
-        bt = tl.load(b_ptr + pb * sbb + t * sbl + n * sbn, mask=okn, other=0.0).to(tl.float32)
-        ct = tl.load(c_ptr + pb * scb + t * scl + n * scn, mask=okn, other=0.0).to(tl.float32)
+        t, okd, okn = _step(pc, j, T, L, d, n, dm, nm, REVERSE)
+        dt = _at(dl_ptr, pb, t, d, sdb, sdl, sdd, okd)
+        xt = _at(x_ptr, pb, t, d, sxb, sxl, sxd, okd)
+        bt = _at(b_ptr, pb, t, n, sbb, sbl, sbn, okn)
+        ct = _at(c_ptr, pb, t, n, scb, scl, scn, okn)
         gt = tl.load(g_ptr + (pb * L + t) * D + d, mask=okd, other=0.0)
         ht = tl.load(scr + j * D * NS, mask=dn, other=0.0)
         hp = tl.load(scr + (j - 1) * D * NS, mask=dn & ((n[None, :] * 0 + j) > 0), other=0.0)
