@@ -37,6 +37,10 @@ def test_universal_checks_run_undeclared_and_order_is_stable() -> None:
     assert checks_for(ConformanceCase("k", capabilities={cap.KERNEL_EQUIVALENCE})) == [cap.KERNEL_EQUIVALENCE]
 
 
+ND = "shown by tests/test_conformance_api.py::test_on_fail_modes_and_expected_failures"
+"""The test that shows NonDeterministic failing determinism (an expected failure links one)."""
+
+
 def test_unknown_capability_and_reasonless_xfail_are_rejected() -> None:
     from tabzoo.errors import TabzooInputError
 
@@ -46,9 +50,13 @@ def test_unknown_capability_and_reasonless_xfail_are_rejected() -> None:
         ConformanceCase("x", expected_failures={cap.DETERMINISM: ""})
     with pytest.raises(TabzooInputError, match="sentence"):
         ConformanceCase("x", expected_failures={cap.DETERMINISM: "flaky"})
+    with pytest.raises(TabzooInputError, match="shows the failure"):  # a sentence, but no test linked
+        ConformanceCase("x", expected_failures={cap.DETERMINISM: "It draws unseeded noise on purpose."})
 
 
 def test_on_fail_modes_and_expected_failures() -> None:
+    from tabzoo.errors import TabzooInputError
+
     case = icl_case("nd", NonDeterministic)
     with pytest.raises(ConformanceError, match="determinism") as info:
         check_conformance(case, checks=[cap.DETERMINISM])
@@ -56,8 +64,11 @@ def test_on_fail_modes_and_expected_failures() -> None:
     with pytest.warns(UserWarning, match="determinism"):
         check_conformance(case, on_fail="warn", checks=[cap.DETERMINISM])
     (r,) = check_conformance(case, on_fail="raise", checks=[cap.DETERMINISM],
-                             expected_failed_checks={"nd": {cap.DETERMINISM: "it draws unseeded noise on purpose"}})
+                             expected_failed_checks={"nd": {cap.DETERMINISM: f"it draws unseeded noise on purpose, {ND}"}})
     assert r.status == "xfail" and "draws unseeded noise" in r.message
+    with pytest.raises(TabzooInputError, match="shows the failure"):
+        check_conformance(case, on_fail=None, checks=[cap.DETERMINISM],
+                          expected_failed_checks={"nd": {cap.DETERMINISM: "it draws unseeded noise on purpose"}})
     assert json.loads(json.dumps(r.as_dict()))["reproducer"]["seed"] == 0
 
 
@@ -65,13 +76,13 @@ def test_parametrize_with_checks_ids_and_xfails() -> None:
     good = icl_case("good")
     bad = icl_case("bad", NonDeterministic)
     mark = parametrize_with_checks([good, bad], expected_failed_checks=lambda c: (
-        {cap.DETERMINISM: "unseeded noise by design"} if c.name == "bad" else {}))
+        {cap.DETERMINISM: f"unseeded noise by design, {ND}"} if c.name == "bad" else {}))
     params = mark.args[1]
     ids = [p.id for p in params]
     assert "good-query_independence" in ids and "bad-determinism" in ids and len(ids) == len(set(ids))
     (p,) = [p for p in params if p.id == "bad-determinism"]
     (xfail,) = [m for m in p.marks if m.name == "xfail"]
-    assert xfail.kwargs["reason"] == "unseeded noise by design"
+    assert xfail.kwargs["reason"] == f"unseeded noise by design, {ND}"
     assert not [p for p in params if p.id.startswith("good-") and p.marks]
     assert repr(p.values[1]) == cap.DETERMINISM
 
@@ -116,7 +127,7 @@ def test_pytest_plugin_is_inert_without_the_option(tmp_path: Path) -> None:
 
 
 def test_pytest_plugin_collects_checks_with_header_and_xfails(tmp_path: Path) -> None:
-    (tmp_path / "xfails.toml").write_text('[meta_bad]\nbad_input = "no validation on purpose"\n')
+    (tmp_path / "xfails.toml").write_text('[meta_bad]\nbad_input = "no validation on purpose, shown by tests/test_meta.py::test_bad"\n')
     (tmp_path / "test_x.py").write_text("def test_one():\n    assert True\n")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *_pytest_plugin_args(), "-p", "no:cacheprovider", "-rxs",
@@ -204,7 +215,7 @@ def test_cli_json_and_exit_codes(meta_plugin: Path, capsys: pytest.CaptureFixtur
     assert main(["conformance", "meta_bad", "--replay", spec]) == 1  # the same failure, alone
     replayed = capsys.readouterr().out
     assert "meta_bad-bad_input" in replayed and "FAILED" in replayed and "1 failed" in replayed
-    (meta_plugin / "x.json").write_text(json.dumps({"meta_bad": {"bad_input": "it validates nothing on purpose"}}))
+    (meta_plugin / "x.json").write_text(json.dumps({"meta_bad": {"bad_input": "it validates nothing on purpose, shown by tests/test_meta.py::test_bad"}}))
     assert main(["conformance", "meta", "--max-examples", "2", "--xfails", str(meta_plugin / "x.json"),
                  "--check", cap.BAD_INPUT]) == 0
     assert "XFAIL" in capsys.readouterr().out

@@ -34,7 +34,7 @@ from kit_models.broken_rows import (
 from kit_models.broken_v3 import BROKEN_V3
 from tabzoo.masks import context_query, full
 from tabzoo.testing import capabilities as cap
-from tabzoo.testing import check_conformance
+from tabzoo.testing import check_conformance, run_check
 from tabzoo.testing.checks import CHECKS
 
 
@@ -150,3 +150,10 @@ def test_kernel_equivalence_catches_a_subtly_wrong_backend(broken_backend: str) 
 def test_correct_models_pass_every_check(make: Callable[[], Any]) -> None:
     results = check_conformance(make(), on_fail="raise")
     assert results and all(r.status in ("passed", "xfail") for r in results), [str(r) for r in results]
+
+
+def test_tiny_rows_context_rows_read_query_rows() -> None:
+    """The rows gallery's base model is transductive: its expected failure of no_context_query_leak
+    is real (the test its waiver links)."""
+    result = run_check(rows_case(), cap.NO_CONTEXT_QUERY_LEAK, max_examples=3)  # run_check alone: no waiver
+    assert result.status == "failed", result

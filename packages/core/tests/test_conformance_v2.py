@@ -16,6 +16,9 @@ from tabzoo.testing import capabilities as cap
 from tabzoo.testing.checks import CHECKS
 from tabzoo.testing.runner import registration_results
 
+QQ = "shown by tests/test_conformance_v2.py::test_replay_reproduces_the_same_discrepancy"
+"""The test that shows QuerySeesQuery failing query independence (an expected failure links one)."""
+
 
 def _run(case: Any, check: str, **kw: Any) -> Any:
     return CHECKS[check](case, seed=0, max_examples=kw.pop("max_examples", 6), **kw)
@@ -53,7 +56,7 @@ def test_undecidable_leak_is_skipped_and_counts_as_not_proven(capsys: pytest.Cap
     from tabzoo.cli.conformance_cmd import _summarise
 
     case = icl_case("qq", QuerySeesQuery, masks=None, context_repr=None, expected_failures={
-        cap.QUERY_INDEPENDENCE: "Query rows attend to each other by design in this model."})
+        cap.QUERY_INDEPENDENCE: f"Query rows attend to each other by design in this model, {QQ}."})
     result = _run(case, cap.NO_CONTEXT_QUERY_LEAK)
     assert result.status == "skipped" and result.message.startswith("not proven") and not result.proven
     report = _summarise([result], strict=False)
@@ -101,7 +104,7 @@ def test_expected_failures_need_a_sentence_and_are_listed() -> None:
 
     with pytest.raises(TabzooInputError, match="sentence"):
         icl_case("xf", NonDeterministic, expected_failures={cap.DETERMINISM: "noise"})
-    reason = "Draws unseeded noise on purpose to test the kit."
+    reason = "Draws unseeded noise on purpose, shown by tests/test_conformance_api.py::test_on_fail_modes_and_expected_failures."
     results = check_conformance(icl_case("xf", NonDeterministic, expected_failures={cap.DETERMINISM: reason}),
                                 on_fail=None, checks=[cap.DETERMINISM])
     listed = _summarise(results, strict=False)["expected_failures"]
@@ -154,7 +157,7 @@ def test_minimum_capabilities_are_enforced_at_construction() -> None:
     fewer = cap.MINIMUM["in-context"] - {cap.QUERY_INDEPENDENCE}
     with pytest.raises(TabzooInputError, match="query_independence"):
         ConformanceCase("few", make_model=lambda s: None, capabilities=fewer)
-    reason = "Query rows attend to each other, as the paper's architecture requires."
+    reason = f"Query rows attend to each other, as the paper's architecture requires, {QQ}."
     ConformanceCase("few", make_model=lambda s: None, capabilities=fewer,
                     expected_failures={cap.QUERY_INDEPENDENCE: reason})
     for protocol, minimum in cap.MINIMUM.items():

@@ -80,7 +80,9 @@ class ReadsMaskedTargets(TinyRows):
 def rows_case(name: str = "tiny_rows", model_cls: type[TinyRows] | str = TinyRows, **kw: Any) -> ConformanceCase:
     options: dict[str, Any] = dict(
         capabilities=cap.ROW_ATTENTION_DEFAULTS - {cap.NO_CONTEXT_QUERY_LEAK}, protocol="rows", n_features=F,
-        n_classes=0, expected_failures={cap.NO_CONTEXT_QUERY_LEAK: "transductive: context rows attend to query rows"},
+        n_classes=0, expected_failures={cap.NO_CONTEXT_QUERY_LEAK: (
+            "transductive: context rows attend to query rows, shown by "
+            "tests/test_conformance_broken.py::test_tiny_rows_context_rows_read_query_rows")},
     )
     return gallery_case("kit_models.broken_rows:rows_case", name, model_cls, options, kw)
 

@@ -25,13 +25,14 @@ def load_xfails(path: str | Path | None) -> dict[str, dict[str, str]]:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise TabzooInputError(f"the xfails file {p} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}.") from exc
-    from tabzoo.testing.case import is_reason
+    from tabzoo.testing.case import is_reason, links_test
 
     if not isinstance(data, dict) or not all(
-        isinstance(v, dict) and all(is_reason(r) for r in v.values()) for v in data.values()
+        isinstance(v, dict) and all(is_reason(r) and links_test(r) for r in v.values()) for v in data.values()
     ):
         raise TabzooInputError(
-            f"the xfails file {p} must map case -> check -> reason (at least one sentence saying why), e.g. "
-            '{"tabflex": {"query_independence": "Query rows attend to each other by design."}}.'
+            f"the xfails file {p} must map case -> check -> reason (at least one sentence saying why, naming the test "
+            'that shows the failure), e.g. {"tabflex": {"query_independence": "Query rows attend to each other by '
+            'design, shown by tests/test_masks.py::test_query_rows_read_each_other."}}.'
         )
     return {str(c): {str(k): str(r) for k, r in v.items()} for c, v in data.items()}

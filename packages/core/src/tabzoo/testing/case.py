@@ -31,6 +31,7 @@ leak-freeness statically with :func:`tabzoo.masks.leaks` before it checks numeri
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,8 @@ STATUSES = ("passed", "failed", "xfail", "skipped", "error")
 MAX_TOL_SCALE = 100.0
 """Upper limit of ``ConformanceCase.tol_scale``: a wider tolerance proves nothing at float32."""
 MIN_REASON_CHARS, MIN_REASON_WORDS = 20, 4
+TEST_LINK = re.compile(r"[\w./-]+\.py::[\w.\[\]-]+")
+"""How an expected failure's reason names the test that shows the failure: ``path/test_x.py::test_y``."""
 """An expected failure's reason must be at least a sentence."""
 
 # (atol, rtol) per dtype name; the kit multiplies both by ``ConformanceCase.tol_scale``.
@@ -131,7 +134,8 @@ class ConformanceCase:
         :data:`MAX_TOL_SCALE`. Results report the effective tolerance.
     :param device: where the model and inputs live.
     :param expected_failures: ``{check: reason}``: checks known to fail, each with its reason
-        of at least one sentence (reported as ``xfail`` and listed in every summary). A minimum
+        of at least one sentence that names the test showing the failure (``... shown by
+        tests/test_x.py::test_y``; reported as ``xfail`` and listed in every summary). A minimum
         capability of the protocol (:data:`~tabzoo.testing.capabilities.MINIMUM`) that the model
         lacks must be listed here.
     :param waivers: ``{check: reason}``: checks that may end ``skipped`` (NOT proven) here, each
@@ -211,7 +215,8 @@ class ConformanceCase:
             axes[key] = value if isinstance(value, ScalingAxis) else ScalingAxis(*value)
         object.__setattr__(self, "scaling_axes", axes)
         self._check_reasons("waivers", "why it cannot be proven here, e.g. 'the fused backends need a CUDA GPU'")
-        self._check_reasons("expected_failures", "why")
+        self._check_reasons("expected_failures", "why, and naming the test that shows the failure "
+                            "('... shown by tests/test_x.py::test_y')")
         if not (isinstance(self.tol_scale, (int, float)) and 0 < self.tol_scale <= MAX_TOL_SCALE):
             raise TabzooInputError(
                 f"case {self.name!r}: tol_scale={self.tol_scale!r} must be in (0, {MAX_TOL_SCALE:g}]; a looser "
@@ -244,7 +249,8 @@ class ConformanceCase:
     def _check_reasons(self, what: str, why: str) -> None:
         """Every entry of ``self.<what>`` is ``{known check: a reason of at least one sentence}``."""
         for check, reason in dict(getattr(self, what)).items():
-            if check not in cap.PROPERTIES or not is_reason(reason):
+            linked = what != "expected_failures" or links_test(reason)
+            if check not in cap.PROPERTIES or not is_reason(reason) or not linked:
                 raise TabzooInputError(
                     f"case {self.name!r}: {what} needs {{check: reason}} with a check from {list(cap.PROPERTIES)} "
                     f"and a reason of at least one sentence ({MIN_REASON_WORDS}+ words, {MIN_REASON_CHARS}+ "
@@ -316,6 +322,12 @@ def task_name(index: int, n_classes: int) -> str:
     """How failure messages name task ``index`` of the multitask protocol, e.g. ``task 1 (3 classes)``."""
     kind = "regression" if not n_classes else "binary" if n_classes == 2 else f"{n_classes} classes"
     return f"task {index} ({kind})"
+
+
+def links_test(reason: object) -> bool:
+    """True when ``reason`` names a test (``path/test_x.py::test_y``) that shows the failure: an
+    expected failure must link one (issue 23 item 7), so that the waiver can be checked."""
+    return isinstance(reason, str) and TEST_LINK.search(reason) is not None
 
 
 def is_reason(reason: object) -> bool:

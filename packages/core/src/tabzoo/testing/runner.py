@@ -43,11 +43,12 @@ def _expected_for(case: ConformanceCase, expected: ExpectedFailures | None) -> d
     if expected is None:
         return out
     out = _merge_expected(out, case, expected)
-    from tabzoo.testing.case import is_reason
+    from tabzoo.testing.case import is_reason, links_test
 
-    short = {k: v for k, v in out.items() if not is_reason(v)}
+    short = {k: v for k, v in out.items() if not (is_reason(v) and links_test(v))}
     if short:
-        raise TabzooInputError(f"expected failures of {case.name!r} need a reason of at least one sentence saying why; "
+        raise TabzooInputError(f"expected failures of {case.name!r} need a reason of at least one sentence saying why "
+                               "and naming the test that shows the failure ('... shown by tests/test_x.py::test_y'); "
                                f"got {short}.")
     return out
 
