@@ -153,7 +153,7 @@ def test_sklearn_extra_lower_bound_matches_what_the_code_uses() -> None:
 
 ROOT = Path(__file__).resolve().parents[3]
 HINT = re.compile(r"(?:pip install|uv add|uv pip install)\s+(?:-U\s+)?[\"'`]?([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*|\.)(\[[^\]]*\])?")
-THIRD_PARTY = {"torch", "uv"}  # real distributions a hint may name besides the workspace's own
+THIRD_PARTY = {"torch", "uv", "ninja"}  # real distributions a hint may name besides the workspace's own
 
 
 def _extras() -> dict[str, set[str]]:
