@@ -23,7 +23,7 @@ from tabzoo.batch.frames import score_frame
 from tabzoo.batch.load import load_estimator
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["Scorer", "predict_ray"]
+__all__ = ["Scorer", "actor_cpus", "predict_ray"]
 
 
 class Scorer:
@@ -44,7 +44,8 @@ class Scorer:
 
 
 def predict_ray(checkpoint: str | Path, dataset: Any, *, columns: Sequence[str] | None = None, keep: Sequence[str] = (),
-                device: str | None = "cpu", batch_size: int = 4096, concurrency: int = 2) -> Any:
+                device: str | None = "cpu", batch_size: int = 4096, concurrency: int = 2,
+                num_cpus: float | None = None) -> Any:
     """A lazy Ray Dataset of ``prediction`` (+ ``proba_<class>``) for every row of ``dataset``.
 
     :param checkpoint: the stem of a fitted estimator saved with ``est.save(stem)``, readable by every node.
@@ -53,9 +54,27 @@ def predict_ray(checkpoint: str | Path, dataset: Any, *, columns: Sequence[str] 
     :param keep: columns copied to the output (e.g. an id).
     :param batch_size: rows per batch given to an actor.
     :param concurrency: actors (each holds one copy of the model).
+    :param num_cpus: CPUs reserved per actor. Default: :func:`actor_cpus` -- at most 1, and small enough
+        that the actors leave one of the cluster's CPUs to Ray's read tasks. Actors that reserve every
+        CPU starve the Parquet reads they wait for, and the job hangs without an error (seen with 2
+        actors of 1 CPU on ``ray.init(num_cpus=2)``).
     """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise TabzooInputError(f"concurrency must be a positive int (actors), got {concurrency!r}.")
+    if num_cpus is None:
+        import ray
+
+        num_cpus = actor_cpus(float(ray.cluster_resources().get("CPU", 1.0)), concurrency)
+    elif isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 < num_cpus:
+        raise TabzooInputError(f"num_cpus must be a positive number of CPUs per actor, got {num_cpus!r}.")
     return dataset.map_batches(
         Scorer, fn_constructor_kwargs={"path": str(checkpoint), "features": None if columns is None else list(columns),
                                        "keep": list(keep), "device": device},
-        batch_format="pandas", batch_size=batch_size, concurrency=concurrency,
+        batch_format="pandas", batch_size=batch_size, concurrency=concurrency, num_cpus=num_cpus,
     )
+
+
+def actor_cpus(cluster_cpus: float, concurrency: int) -> float:
+    """CPUs per actor so that ``concurrency`` actors leave one CPU free for reading: ``min(1, (C - 1) / k)``,
+    at least 0.05 (a 1-CPU cluster's actors share it with the reads)."""
+    return max(0.05, min(1.0, (cluster_cpus - 1.0) / concurrency))
