@@ -22,6 +22,7 @@ from typing import Any
 from tabzoo.batch.frames import score_frame
 from tabzoo.batch.load import load_estimator
 from tabzoo.errors import TabzooInputError
+from tabzoo.params import check_number
 
 __all__ = ["Scorer", "actor_cpus", "predict_ray"]
 
@@ -59,14 +60,12 @@ def predict_ray(checkpoint: str | Path, dataset: Any, *, columns: Sequence[str] 
         CPU starve the Parquet reads they wait for, and the job hangs without an error (seen with 2
         actors of 1 CPU on ``ray.init(num_cpus=2)``).
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise TabzooInputError(f"concurrency must be a positive int (actors), got {concurrency!r}.")
+    check_number("concurrency", concurrency, "positive_int", where="predict_ray: ")
     if num_cpus is None:
         import ray
 
         num_cpus = actor_cpus(float(ray.cluster_resources().get("CPU", 1.0)), concurrency)
-    elif isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 < num_cpus:
-        raise TabzooInputError(f"num_cpus must be a positive number of CPUs per actor, got {num_cpus!r}.")
+    check_number("num_cpus", num_cpus, "positive", where="predict_ray: ")
     return dataset.map_batches(
         Scorer, fn_constructor_kwargs={"path": str(checkpoint), "features": None if columns is None else list(columns),
                                        "keep": list(keep), "device": device},

@@ -96,10 +96,10 @@ class ModelPlugin:
     def tabzoo_conformance_cases(self, register: Register) -> None:
         """Register the conformance cases: those given without names are built now, named ones lazily."""
         for source in self.cases:
-            made = resolve_object(source)() if isinstance(source, str) else source()
+            made = _call_source(source)
             self._register_all(register, made if isinstance(made, list | tuple) else [made])
         for name, named in self.named_cases.items():
-            register(CaseFactory(name, partial(_build_named, named), lazy=True))
+            register(CaseFactory(name, partial(_call_source, named), lazy=True))
 
     @hookimpl
     def tabzoo_register_demos(self, register: Register) -> None:
@@ -112,6 +112,7 @@ class ModelPlugin:
         self._register_all(register, self.commands)
 
 
-def _build_named(source: CaseSource) -> Any:
-    """The case of a ``cases={name: source}`` entry (called by the registry when cases are asked for)."""
+def _call_source(source: CaseSource) -> Any:
+    """Call a case source (``"pkg.module:function"`` or a callable): now for ``cases=[...]``, when cases
+    are first asked for for a ``cases={name: source}`` entry."""
     return resolve_object(source)() if isinstance(source, str) else source()
