@@ -153,6 +153,19 @@ class ReadsFutureNotes(_Extra):
         return float(sum(len(str(n).split()) for n in events.column("note")[times > t] if n is not None))
 
 
+class FutureAbove20Users(DerivedRelational):
+    """Correct on small databases; above 20 users (another code path, say a vectorised whole-table
+    aggregate) it averages every event of the user, later ones included. Only the database-size
+    search reaches it (the toy database has 5 users; 25 at scale 5)."""
+
+    def forward(self, db: Any, seeds: list[tuple[str, Any, Any]]) -> torch.Tensor:
+        self.big = db.table("users").n_rows > 20
+        return super().forward(db, seeds)
+
+    def history(self, times: np.ndarray, t: Any, order: np.ndarray) -> np.ndarray:
+        return np.ones_like(times, dtype=bool) if getattr(self, "big", False) else super().history(times, t, order)
+
+
 def causal_case(name: str = "derived_relational", model_cls: type[TinyRelational] | str = DerivedRelational,
                 **kw: Any) -> ConformanceCase:
     """A relational case on the toy database with a declared horizon of one day."""
@@ -175,5 +188,7 @@ BROKEN_CAUSALITY: list[tuple[str, Any]] = [
     ("reads a categorical column after the cutoff (needs categories swapped)",
      lambda: causal_case("future_channels", ReadsFutureChannels)),
     ("reads a text column after the cutoff (needs strings changed)", lambda: causal_case("future_notes", ReadsFutureNotes)),
+    ("reads later events only above 20 users (needs the database-size search)",
+     lambda: causal_case("future_above_20_users", FutureAbove20Users)),
 ]
 """Each must fail time_causality; :func:`causal_case` itself (the correct model) passes."""

@@ -4,9 +4,12 @@ busy; exit 1 if any run flakes. Not a pytest test (it takes minutes):
     OMP_NUM_THREADS=1 uv run python packages/core/tests/kit_models/under_load.py --runs 20 \\
         --json benchmarks/results/kit-under-load-<date>.json
 
-Each run checks ``linear_in_rows`` on the correct tiny model (must pass: a failure is a false
-failure) and on :class:`kit_models.broken_v2.NumpyPairwise` (must fail: its numpy work is
-quadratic, which only the CPU-time slope sees: a pass is a missed catch). ``--plugin-check
+Each run checks ``linear_in_rows`` on the correct tiny model and on
+:class:`kit_models.broken_v2.NumpyAnchors` (must pass: a failure is a false failure; the tiny
+model's largest forward takes ~0.2 s of CPU, under the 0.5 s from which the kit asserts a time
+slope, so only NumpyAnchors' linear numpy work, ~1 s at 32k rows, probes the time assertion), and
+on :class:`kit_models.broken_v2.NumpyPairwise` (must fail: its numpy work is quadratic, which only
+the CPU-time slope sees: a pass is a missed catch). ``--plugin-check
 ramba:linear_in_sequence`` adds a shipped plugin's check (must pass) to every run (the check that
 flaked once on a busy machine). ``--json`` writes every run's status, CPU-time slopes and their
 spread, and the totals.
@@ -55,13 +58,13 @@ def _totals(runs: list[dict[str, Any]], args: argparse.Namespace, start: float,
     """False failures (a correct model or shipped check not passing), catches (the numpy-quadratic
     model failing) and timings over ``runs``."""
     false_failures = [r["run"] for r in runs
-                      if r["correct"]["status"] != "passed"
+                      if r["correct"]["status"] != "passed" or r["numpy_linear"]["status"] != "passed"
                       or any(r[spec]["status"] != "passed" for spec in args.plugin_check)]
     missed = [r["run"] for r in runs if r["numpy_quadratic"]["status"] != "failed"]
     return {"runs": len(runs), "planned_runs": args.runs, "hogs": args.hogs, "false_failures": len(false_failures),
             "false_failure_runs": false_failures, "catches": len(runs) - len(missed), "missed_catch_runs": missed,
             "retried_runs": {k: sum(len(r[k]["time_slopes"] or []) > 1 for r in runs)
-                             for k in ["correct", "numpy_quadratic", *args.plugin_check]},
+                             for k in ["correct", "numpy_linear", "numpy_quadratic", *args.plugin_check]},
             "wall_s": round(time.perf_counter() - start, 1),
             "load_average_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)]}
 
@@ -101,9 +104,10 @@ def main() -> int:
     try:
         for i in range(1, args.runs + 1):
             good = run_check(icl_case("good"), cap.LINEAR_IN_ROWS)
+            linear = run_check(icl_case("np_linear", b2.NumpyAnchors), cap.LINEAR_IN_ROWS)
             bad = run_check(icl_case("np", b2.NumpyPairwise), cap.LINEAR_IN_ROWS)
             run = {"run": i, "load_1min": round(os.getloadavg()[0], 2), "correct": _summary(good),
-                   "numpy_quadratic": _summary(bad)}
+                   "numpy_linear": _summary(linear), "numpy_quadratic": _summary(bad)}
             for spec, case, check in plugin:
                 run[spec] = _summary(run_check(case, check))
             runs.append(run)
