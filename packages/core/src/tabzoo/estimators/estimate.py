@@ -13,7 +13,7 @@
   evaluated at the asked shape (:func:`estimate_in_context`).
 
 Estimates are approximations: the committed comparison with measured peaks
-(``benchmarks/results/estimate-vs-measured.json``) says by how much.
+(``benchmarks/results/estimate-fit-2026-11-27.json``) says by how much.
 """
 
 from __future__ import annotations
