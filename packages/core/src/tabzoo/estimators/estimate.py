@@ -13,7 +13,7 @@
   evaluated at the asked shape (:func:`estimate_in_context`).
 
 Estimates are approximations: the committed comparison with measured peaks
-(``benchmarks/results/estimate-vs-measured.json``) says by how much.
+(``benchmarks/results/estimate-fit-2026-11-27.json``) says by how much.
 """
 
 from __future__ import annotations
@@ -220,15 +220,35 @@ def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
     peak = tensor_peak_bytes(lambda: run(q))[1]
     # two more points: a quarter of the query rows, then half the context rows
     per_query = max(0.0, (peak - tensor_peak_bytes(lambda: run(q[:q_small]))[1]) / max(1, query - q_small))
+    per_query_s = max(0.0, (seconds - t_few_queries) / max(1, query - q_small))
     per_context = max(0.0, (peak - tensor_peak_bytes(lambda: run_small(q))[1]) / max(1, rows - r_small))
     fixed = max(0.0, peak - per_query * query - per_context * rows)
-    per_query_s = max(0.0, (seconds - t_few_queries) / max(1, query - q_small))
-    per_context_s = max(0.0, (seconds - t_small_context) / max(1, rows - r_small))
+    # a context row does a query row's work and adds to the state: never cheaper (the small probe's
+    # difference of two short passes is noisy)
+    per_context_s = max(per_query_s, (seconds - t_small_context) / max(1, rows - r_small))
     fixed_s = max(0.0, seconds - per_query_s * query - per_context_s * rows)
     fit_fixed_s, fit_per_row_s = _line(fit_s, fit_s_small, rows, r_small)
     fit_fixed, fit_per_row = _line(fit_peak, fit_peak_small, rows, r_small)
     return _Probe(rows, query, fit_s, fit_fixed_s, fit_per_row_s, fit_fixed, fit_per_row, seconds, fixed_s,
                   per_context_s, per_query_s, peak, fixed, per_context, per_query)
+
+
+def local_fit_seconds(est: Any, rows: int, features: int, probe_rows: int = 512, probe_k: int = 8) -> float:
+    """Seconds ``fit`` spends clustering ``rows`` rows into local contexts (0 for a global context):
+    :func:`tabzoo.estimators.local.fit_local_contexts` timed on ``probe_rows`` random rows in ``probe_k``
+    clusters, scaled by rows x clusters (k-means and the per-centre row order are both ~linear in each)."""
+    import numpy as np
+
+    from tabzoo.estimators.local import fit_local_contexts
+
+    encodings, _, _ = context_plan(est, rows)
+    if encodings == 1:
+        return 0.0
+    k = math.ceil(rows / int(getattr(est, "local_size", 2048)))
+    n = min(rows, probe_rows)
+    x = np.random.default_rng(0).normal(size=(n, features))
+    seconds = _timed(lambda: fit_local_contexts(x, max(1, n // probe_k), seed=0))
+    return seconds * (rows * k) / (n * probe_k)
 
 
 def context_plan(est: Any, rows: int) -> tuple[int, int, int]:
@@ -298,9 +318,12 @@ def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int
         # the probe's linear model of the tensor peak at one chunk, times what tensors do not count
         chunk_bytes = NON_TENSOR * pr.tensor_peak(rows, q_chunk)
         return Estimate(
-            fit_bytes=params + pr.fit_bytes(rows) + (chunk_bytes if fit_mode_cache else 0.0),
+            # above a process that has fitted once (as after the probe): each fit builds its model again in the
+            # memory the previous one freed, so the parameters (torch, not traced) are not added; a process's
+            # first fit adds them once (params bytes) besides the libraries it pages in
+            fit_bytes=pr.fit_bytes(rows) + (chunk_bytes if fit_mode_cache else 0.0),
             predict_bytes=chunk_bytes + tables,
-            fit_seconds=pr.fit_fixed_s + pr.fit_per_row_s * rows  # the probe's fits load the model too
+            fit_seconds=pr.fit_fixed_s + pr.fit_per_row_s * rows + local_fit_seconds(est, rows, features)
             + (pr.predict_time(encodings, encoded, 0) if fit_mode_cache else 0.0),
             predict_seconds=pr.predict_time(encodings + chunks - 1, 0 if fit_mode_cache else encoded,
                                             query_passes * n_pred),
