@@ -52,6 +52,7 @@ def _npt_run(args: argparse.Namespace) -> dict[str, Any]:
     from _realdata_tables import get_table, load_table
     from realdata import _score, make_split
     from tabzoo_npt import NPTClassifier, NPTRegressor
+    from tabzoo_npt.train import NPTFitConfig
 
     torch.set_num_threads(1)
     spec = get_table(args.table)
@@ -69,6 +70,8 @@ def _npt_run(args: argparse.Namespace) -> dict[str, Any]:
     def logged(*a: Any, **k: Any) -> float:
         loss = original(*a, **k)
         curve.append({"loss": loss, "wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - c0, 1)})
+        with open(f"{args.out}.progress", "a", encoding="utf-8") as fh:  # a cut run keeps its curve so far
+            fh.write(json.dumps({"table": spec.name, "tag": args.tag, "eval": len(curve)} | curve[-1]) + "\n")
         return loss
 
     npt_train.validation_loss = logged  # type: ignore[assignment]
@@ -91,12 +94,13 @@ def _npt_run(args: argparse.Namespace) -> dict[str, Any]:
     if labels is not None:  # estimator classes are sorted labels, as the suite's
         assert list(est.classes_) == labels
     metrics = _score(spec.task, y.iloc[te], np.asarray(out, dtype=np.float64), labels)
-    cfg = est._train_config()
+    cfg = NPTFitConfig(steps=int(est.steps), flat_fraction=float(est.flat_fraction))  # for min_steps
     return {"kind": "npt", "table": spec.name, "task": spec.task, "split": args.split, "tag": args.tag,
             "train_rows": int(len(tr)), "test_rows": int(len(te)), "features": int(X.shape[1]),
             "settings": overrides, "validation_rows": int(est.validation_rows_), "steps_done": hist.steps,
             "epochs": hist.epochs, "best_step": hist.best_step, "stopped_early": hist.stopped_early,
-            "budget_steps": cfg.steps, "min_steps": cfg.min_steps, "eval_every": every,
+            "budget_steps": cfg.steps, "batch_rows": int(est.memory_estimate(est.model_.config.cardinalities,
+                                                                                    len(tr))["batch_rows"]), "min_steps": cfg.min_steps, "eval_every": every,
             "dim": est.model_.config.dim, "parameters": int(sum(p.numel() for p in est.model_.parameters())),
             "curve": curve, "fit_wall_s": round(fit_wall, 1), "fit_cpu_s": round(fit_cpu, 1),
             "predict_wall_s": round(time.time() - t1, 1), "predict_cpu_s": round(time.process_time() - c1, 1),
