@@ -56,6 +56,8 @@ def reference_outputs() -> dict[str, np.ndarray]:
     return out
 
 
+@pytest.mark.xfail(strict=True, reason="FeatureEncoder moved onto the core preprocessing (robust scaling, soft clip 4): "
+                   "the saved outputs are regenerated in the next commit")
 def test_fits_reproduce_the_saved_outputs() -> None:  # bitwise where written, else rtol 1e-5 / atol 1e-6
     saved.assert_all_reproduced(REFERENCE, reference_outputs(), atol=1e-6)
 
