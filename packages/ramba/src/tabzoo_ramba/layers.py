@@ -35,7 +35,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        """``x * rsqrt(mean(x^2) + eps) * weight`` as one op (torch's ``rms_norm``: the same
+        numbers, bitwise on CPU; one launch instead of five on a GPU)."""
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
 
 class _Direction(nn.Module):
@@ -69,9 +71,10 @@ class _Direction(nn.Module):
             out = torch.addcmul(out, xp[:, start:start + length], w[:, i])
         return out
 
-    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool) -> torch.Tensor:
-        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]`` -> ``[B, L, E]``."""
-        xc = F.silu(self.causal_conv(x, reverse)) * (gate > 0).to(x.dtype)
+    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool, open_: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]``, ``open_`` = ``(gate > 0)`` as
+        ``x``'s dtype (computed here when not given) -> ``[B, L, E]``."""
+        xc = F.silu(self.causal_conv(x, reverse)) * ((gate > 0).to(x.dtype) if open_ is None else open_)
         dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt)) * gate
         return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
@@ -101,8 +104,9 @@ class GatedBiSSM(nn.Module):
         x, z = self.in_proj(h).chunk(2, dim=-1)
         x = x.masked_fill(pad[..., None], 0.0)
         g = gate[..., None]
-        yf = self.fwd(x, g, reverse=False)
-        yb = self.bwd(x, g, reverse=True)
+        open_ = (g > 0).to(x.dtype)  # once for both directions
+        yf = self.fwd(x, g, False, open_)
+        yb = self.bwd(x, g, True, open_)
         sz = F.silu(z)
         return self.merge(torch.cat([yf * sz, yb * sz], dim=-1))
 
