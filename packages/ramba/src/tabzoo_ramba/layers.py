@@ -247,7 +247,8 @@ class StructuralAttention(nn.Module):
         """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
         qkv = self.qkv(x)
         if impl == "masked":
-            return self.out(self._masked(*qkv.chunk(3, dim=-1), struct))
+            q, k, v = qkv.chunk(3, dim=-1)
+            return self.out(self._masked(q, k, v, struct))
         return self.out(self._gather(qkv, struct))
 
     def _gather(self, qkv: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
