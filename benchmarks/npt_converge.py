@@ -215,8 +215,8 @@ def plot(recs: list[dict[str, Any]], path: str) -> None:
             if r["best_step"]:
                 ax.axvline(r["best_step"], color=line[0].get_color(), ls="--", lw=0.8)
         ax.set_xlabel("step")
-        ax.set_ylabel("target loss (val solid, train dotted)")
-        ax.set_title(f"{table} ({runs[0]['train_rows'] if len(tables) == 1 else ''} training rows)")
+        ax.set_ylabel("validation target loss (solid); training objective (dotted)")
+        ax.set_title(f"{table} ({next(r['train_rows'] for r in runs if r['table'] == table)} training rows)")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
