@@ -60,6 +60,21 @@ def test_numpy_object_arrays_and_soft_clipping() -> None:
     assert TabularPreprocessor().fit_transform(heavy).max() < 30
 
 
+def test_encode_then_standardize_is_transform_and_can_keep_missing() -> None:
+    df = pd.DataFrame({"n": [1.0, np.nan, 3.0, 50.0], "c": ["u", "v", None, "u"], "b": [True, None, False, True]})
+    pre = TabularPreprocessor().fit(df)
+    enc = pre.encode(df)
+    assert enc[:, 1].tolist() == [0.0, 1.0, -1.0, 0.0]  # category index, -1 = missing
+    assert np.isnan(enc[1, 0]) and np.isnan(enc[1, 2]) and enc[0, 2] == 1.0
+    np.testing.assert_array_equal(pre.standardize(enc), pre.transform(df))
+    kept = pre.standardize(enc, impute=False)
+    assert np.isnan(kept[1, 0]) and np.isnan(kept[1, 2])  # missing stays missing
+    present = ~np.isnan(kept)
+    np.testing.assert_array_equal(kept[present], pre.transform(df)[present])
+    with pytest.raises(TabzooInputError, match="infinite"):
+        pre.encode(df.assign(n=[1.0, np.inf, 3.0, 4.0]))
+
+
 def test_preprocessor_state_roundtrip() -> None:
     df = pd.DataFrame({"a": ["u", "v", "w"], "b": [1.5, np.nan, 3.0], "c": [True, False, True]})
     pre = TabularPreprocessor().fit(df)

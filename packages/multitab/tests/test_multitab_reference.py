@@ -1,6 +1,7 @@
 """Saved outputs: seeded fits on a tiny mixed-task table must keep predicting what they predicted
-when the training loop was MultiTab's own (``tests/data/multitab_reference.npz``), so that moving
-training onto the core loop cannot change a fitted model unnoticed.
+when they were saved (``tests/data/multitab_reference.npz``), so that a change of training or
+preprocessing cannot change a fitted model unnoticed. Regenerated once on purpose: when the
+feature encoding moved onto the core's preprocessing (robust scaling, soft clip at 4).
 
 Regenerate (only after a deliberate change of the numbers, and say so in the commit):
 ``OMP_NUM_THREADS=1 uv run python packages/multitab/tests/test_multitab_reference.py``.

@@ -1,5 +1,12 @@
-"""Feature and target encoding for the estimator: numeric columns z-scored (NaN kept = missing),
-categorical columns coded ``1..K`` in training, with code 0 reserved for unseen or missing values."""
+"""Feature and target encoding for the estimator.
+
+Column types, categories and numeric scaling are the core's (:class:`tabzoo.estimators.TabularPreprocessor`:
+one type inference, robust median/IQR scaling and a soft clip at ``clip`` robust standard deviations).
+What is MultiTab's own is the split into per-feature tokens: numeric columns become one float
+input each (a missing value stays ``NaN``, which the embedding turns into a learned missing
+token), categorical and boolean columns become integer codes ``1..K``, with code 0 reserved for a
+value missing or unseen in training.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from tabzoo.errors import TabzooInputError
+from tabzoo.estimators.preprocessing import BOOLEAN, NUMERIC, TabularPreprocessor
 from tabzoo.estimators.scaling import finite_mean_std
 from tabzoo.table.task_types import infer_task_type
 
@@ -16,108 +24,47 @@ from tabzoo_multitab.config import TaskSpec
 __all__ = ["FeatureEncoder", "TargetEncoder"]
 
 
-def _is_df(X: Any) -> bool:
-    return hasattr(X, "columns") and hasattr(X, "iloc") and hasattr(X, "dtypes")
-
-
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (hasattr(v, "__class__") and v.__class__.__name__ in ("NAType", "NaTType"))
 
 
-def _columns(X: Any) -> list[np.ndarray]:
-    if _is_df(X):
-        cols = []
-        for j in range(X.shape[1]):
-            s = X.iloc[:, j]
-            kind = getattr(s.dtype, "kind", "O")
-            if kind in "fiu" and str(s.dtype) != "category":
-                cols.append(s.to_numpy(dtype=np.float64, na_value=np.nan))
-            else:
-                cols.append(np.asarray(s.astype(object), dtype=object))
-        return cols
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise TabzooInputError(f"X must be a 2-d table [rows, features], got shape {arr.shape}; reshape it.")
-    return [arr[:, j] for j in range(arr.shape[1])]
-
-
-def _as_numeric(col: np.ndarray) -> np.ndarray | None:
-    if col.dtype.kind in "fiu":
-        return col.astype(np.float64)
-    if col.dtype.kind == "b":
-        return None
-    try:
-        return np.array([np.nan if _missing(v) else float(v) for v in col], dtype=np.float64)
-    except (TypeError, ValueError):
-        return None
-
-
-def _check_hashable(col: np.ndarray) -> None:
-    for v in col:
-        if not (_missing(v) or isinstance(v, (str, bytes, int, float, bool, np.generic))):
-            raise TabzooInputError(
-                f"a categorical value has type {type(v).__name__}: argument must be a string or a number; "
-                "encode such cells as strings or numbers."
-            )
-
-
 class FeatureEncoder:
-    """Fit on training rows; ``transform(X) -> (x_num [N, F_num] float32, x_cat [N, F_cat] int64)``."""
+    """Fit on training rows; ``transform(X) -> (x_num [N, F_num] float32, x_cat [N, F_cat] int64 | None)``.
+
+    :param clip: the core preprocessor's soft-clipping threshold, in robust standard deviations.
+    """
+
+    def __init__(self, clip: float = 4.0) -> None:
+        self.pre = TabularPreprocessor(clip=clip)
 
     def fit(self, X: Any) -> FeatureEncoder:
-        cols = _columns(X)
-        self.kinds: list[str] = []
-        self.stats: list[tuple[float, float]] = []
-        self.categories: list[dict[Any, int]] = []
-        for col in cols:
-            num = _as_numeric(col)
-            if num is not None:
-                if np.isinf(num).any():
-                    raise TabzooInputError("X contains infinity; replace it by NaN (missing) or a finite value.")
-                self.kinds.append("num")
-                self.stats.append(finite_mean_std(num))  # no overflow for values near 1e308
-            else:
-                _check_hashable(col)
-                seen = sorted({v for v in col if not _missing(v)}, key=lambda v: (type(v).__name__, str(v)))
-                self.kinds.append("cat")
-                self.categories.append({v: i + 1 for i, v in enumerate(seen)})
-        self.n_columns = len(cols)
+        self.pre.fit(X)
+        kinds = self.pre.kinds
+        self.numeric = [j for j, k in enumerate(kinds) if k == NUMERIC]
+        self.coded = [j for j, k in enumerate(kinds) if k != NUMERIC]
         return self
 
     @property
     def n_num(self) -> int:
-        return self.kinds.count("num")
+        return len(self.numeric)
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
-        return tuple(max(1, len(c)) for c in self.categories)
+        """Codes per categorical (or boolean) column, in token order (code 0 not counted)."""
+        cols = self.pre.columns
+        return tuple(2 if cols[j].kind == BOOLEAN else max(1, len(cols[j].categories)) for j in self.coded)
 
     def transform(self, X: Any) -> tuple[np.ndarray, np.ndarray | None]:
-        cols = _columns(X)
-        if len(cols) != self.n_columns:
-            raise TabzooInputError(f"X has {len(cols)} columns, fit saw {self.n_columns}; pass the same columns.")
-        nums, cats = [], []
-        si = ci = 0
-        for col, kind in zip(cols, self.kinds, strict=True):
-            if kind == "num":
-                num = _as_numeric(col)
-                if num is None:
-                    raise TabzooInputError("a numeric column of fit now holds non-numbers; pass numbers (NaN = missing).")
-                if np.isinf(num).any():
-                    raise TabzooInputError("X contains infinity; replace it by NaN (missing) or a finite value.")
-                mu, sd = self.stats[si]
-                with np.errstate(over="ignore", invalid="ignore"):
-                    nums.append(np.clip((num - mu) / sd, -10, 10))
-                si += 1
-            else:
-                lookup = self.categories[ci]
-                _check_hashable(col)
-                cats.append(np.array([0 if _missing(v) else lookup.get(v, 0) for v in col], dtype=np.int64))
-                ci += 1
-        n = len(cols[0]) if cols else 0
-        x_num = np.stack(nums, 1).astype(np.float32) if nums else np.zeros((n, 0), np.float32)
-        x_cat = np.stack(cats, 1) if cats else None
-        return x_num, x_cat
+        enc = self.pre.encode(X)  # [N, F]: numbers (NaN missing), booleans 0/1, category index (-1 missing/unseen)
+        if self.numeric:
+            x_num = self.pre.standardize(enc, impute=False)[:, self.numeric]
+        else:
+            x_num = np.zeros((enc.shape[0], 0), np.float32)
+        if not self.coded:
+            return x_num, None
+        codes = enc[:, self.coded]
+        # category index k -> code k + 1, boolean 0/1 -> 1/2, missing (NaN, -1) or unseen (-1) -> 0
+        return x_num, np.where(np.isnan(codes) | (codes < 0), 0, codes + 1).astype(np.int64)
 
 
 class TargetEncoder:

@@ -310,6 +310,15 @@ class TabularPreprocessor:
 
         :returns: ``float32 [rows, features]``, all finite.
         """
+        return self.standardize(self.encode(X))
+
+    def encode(self, X: Any) -> np.ndarray:
+        """Typed values before imputation and scaling: ``float64 [rows, features]``.
+
+        Numbers as they are (datetimes in seconds), booleans 0/1, a categorical column as the index
+        of the category in ``columns[j].categories`` (``-1`` = missing or unseen in fit); a missing
+        number or boolean is ``NaN``. Raises on another column count than fit's and on ``inf``.
+        """
         cols, names, _ = self._raw_columns(X)
         if len(cols) != len(self.columns):
             raise TabzooInputError(
@@ -322,8 +331,17 @@ class TabularPreprocessor:
             raise TabzooInputError(
                 f"X row {r}, column {names[c]!r} is infinite; replace inf by NaN (missing) or a finite value."
             )
+        return enc
+
+    def standardize(self, enc: np.ndarray, impute: bool = True) -> np.ndarray:
+        """Impute, normalise and soft-clip :meth:`encode`'s ``[rows, features]`` values.
+
+        :param impute: ``False`` keeps a missing value ``NaN`` (for models with a missing token).
+        :returns: ``float32 [rows, features]``, finite except where ``impute=False`` kept ``NaN``.
+        """
         enc = enc / self.prescale[None, :]
-        enc = np.where(np.isnan(enc), self.fill[None, :], enc)
+        if impute:
+            enc = np.where(np.isnan(enc), self.fill[None, :], enc)
         with np.errstate(over="ignore"):
             z = (enc - self.center[None, :]) / self.scale[None, :]
         # a query value far beyond the training range may overflow: it is an outlier like any other
