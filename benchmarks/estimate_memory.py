@@ -1,7 +1,8 @@
 """``tabzoo estimate`` against measured peaks (issue 29 item 3): for several table shapes, the estimate of
 fit/predict peak memory and time (:func:`tabzoo.estimators.estimate.estimate_in_context`) next to what a
 fresh process measures (peak RSS above the RSS before the step: ``/proc/self/clear_refs`` resets the
-peak; wall seconds). Each shape runs in its own process.
+peak; wall seconds). Each shape runs in its own process: a 64-row warm-up, then fit and predict measured,
+then the estimate (whose probe runs last, so the measured steps do not reuse memory it freed).
 
     uv run python benchmarks/estimate_memory.py [--model tabflex] [--out results.json]
 """
@@ -42,13 +43,14 @@ def one(model: str, rows: int, features: int, predict_rows: int, n_estimators: i
     from tabzoo.plugins import get_architecture
 
     cls = get_architecture(model).estimator_class()
-    est = cls(n_estimators=n_estimators, device="cpu")
-    guess = estimate_in_context(est, rows, features, predict_rows=predict_rows, device="cpu")
     rng = np.random.default_rng(0)
     names = [f"f{j}" for j in range(features)]
     x = pd.DataFrame(rng.normal(size=(rows, features)), columns=names)
     y = (x.f0 + x.f1 > 0).astype(int)
     q = pd.DataFrame(rng.normal(size=(predict_rows, features)), columns=names)
+    # warm-up on 64 rows (lazy imports, code paged in), as the estimate's probe does; then fit and predict are
+    # measured before the estimate runs, so neither reuses memory the estimate's probe freed
+    cls(n_estimators=n_estimators, device="cpu").fit(x[:64], y[:64]).predict_proba(q[:64])
     est = cls(n_estimators=n_estimators, device="cpu")
     _reset_peak()
     base = _status("VmRSS")
@@ -60,9 +62,13 @@ def one(model: str, rows: int, features: int, predict_rows: int, n_estimators: i
     t0 = time.perf_counter()
     est.predict_proba(q)
     pred_s, pred_peak = time.perf_counter() - t0, _status("VmHWM") - base
+    del est
+    guess = estimate_in_context(cls(n_estimators=n_estimators, device="cpu"), rows, features,
+                                predict_rows=predict_rows, device="cpu")
     return {"rows": rows, "features": features, "predict_rows": predict_rows, "n_estimators": n_estimators,
             "fit_bytes_estimated": round(guess.fit_bytes), "fit_bytes_measured": fit_peak,
             "predict_bytes_estimated": round(guess.predict_bytes), "predict_bytes_measured": pred_peak,
+            "fit_bytes_ratio": round(guess.fit_bytes / max(fit_peak, 1), 3),
             "predict_bytes_ratio": round(guess.predict_bytes / max(pred_peak, 1), 3),
             "fit_seconds_ratio": round(guess.fit_seconds / max(fit_s, 1e-9), 3),
             "fit_seconds_estimated": round(guess.fit_seconds, 3), "fit_seconds_measured": round(fit_s, 3),

@@ -51,11 +51,15 @@ from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder  # noqa: E4
 NEURAL = ("multitab", "stl", "mmoe", "ple", "shared_bottom")
 #: the paper's Table 2 ablations of MultiTab-Net: one shared task token, and no task mask
 ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", mask="F-/->T"),
-             "mt_nomask": dict(architecture="multitab", mask="none")}
+             "mt_nomask": dict(architecture="multitab", mask="none"),
+             # issue 26's small-n options: the inter-sample feed-forward 3x wider, and rows reading only themselves
+             "mt_rff3": dict(architecture="multitab", row_ff_mult=3),
+             "mt_rff3_self": dict(architecture="multitab", row_ff_mult=3, row_scope="self")}
 REFERENCES = ("stl", "gbdt", "mt_twin")
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
-         "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask"}
+         "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
+         "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 
 

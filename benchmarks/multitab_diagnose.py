@@ -70,6 +70,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "r32_lr5e3": dict(row_dim=32, lr=5e-3),
     "lr5e3_drop2": dict(lr=5e-3, dropout=0.2),
     "self": dict(row_scope="self"),
+    "rff3_self": dict(row_ff_mult=3, row_scope="self"),
+    "rff3_r16": dict(row_ff_mult=3, row_dim=16),
     "rff3": dict(row_ff_mult=3),  # inter-sample feed-forward 3 x 88 = 264 wide (paper: hidden size 256)  # the inter-sample block reads each row only (the authors' rotary variant)
 }
 SETTINGS = {"p0.6_t3_d3": dict(n_tasks=3, p=0.6, degrees=3), "p0.2_t3_d3": dict(n_tasks=3, p=0.2, degrees=3),
@@ -80,7 +82,7 @@ SETTINGS = {"p0.6_t3_d3": dict(n_tasks=3, p=0.6, degrees=3), "p0.2_t3_d3": dict(
 def run(variant: str, setting: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     gen = MultiTabBench(n_features=args.n_features, noise=args.noise,
                         sizes=(args.n_train, args.n_val, args.n_test), **SETTINGS[setting])
-    s = gen.sample(seed=args.data_seed)
+    s = gen.sample(seed=args.data_seed + (1000 * seed if args.draw_per_seed else 0))
     xs = [part.x.numpy() for part in (s.train, s.val, s.test)]
     ys = [part.y.numpy().astype(np.float64) for part in (s.train, s.val, s.test)]
     kw = {**BASE, **json.loads(args.extra), **VARIANTS[variant]}  # the variant wins over --extra
@@ -123,6 +125,8 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=1000)
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--data-seed", type=int, default=0)
+    ap.add_argument("--draw-per-seed", action="store_true",
+                    help="a new draw of the task weights and rows per seed (data seed + 1000 * seed), not only a new model seed")
     ap.add_argument("--extra", default="{}", help="JSON of estimator settings applied to every variant (a variant's own settings win)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summary", type=Path, help="print Δm of every variant against --reference from a JSONL file")

@@ -219,15 +219,20 @@ def _log_partial(args: argparse.Namespace, record: dict[str, Any]) -> None:
             fh.write(json.dumps(record, default=float) + "\n")
 
 
+def _split_ids(args: argparse.Namespace) -> list[int]:
+    """The split seeds of the main table: ``--first-split`` .. ``--first-split + --splits - 1``."""
+    return list(range(args.first_split, args.first_split + args.splits))
+
+
 def run_main(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: dict[str, list[Any]], args: argparse.Namespace,
              warned: dict[str, Counter]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, float]]:
     records, skips, spent = [], [], defaultdict(float)
     splits = {}
     for spec, _X, y in tables:
         yy = y.to_numpy()
-        splits[spec.name] = [make_split(yy, spec.task, s, args.train_cap, args.test_cap) for s in range(args.splits)]
+        splits[spec.name] = {s: make_split(yy, spec.task, s, args.train_cap, args.test_cap) for s in _split_ids(args)}
     bar = _progress(args.splits * len(tables), "main")
-    for s in range(args.splits):
+    for s in _split_ids(args):
         for spec, X, y in tables:
             tr, te = splits[spec.name][s]
             labels = sorted(y.unique().tolist()) if spec.task == "classification" else None
@@ -317,6 +322,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tables", default=None, help="comma-separated table names (default: all)")
     p.add_argument("--models", default=None, help="comma-separated model names (default: all installed)")
     p.add_argument("--splits", type=int, default=3)
+    p.add_argument("--first-split", type=int, default=0,
+                   help="seed of the first split (e.g. --first-split 1 --splits 2: splits 1 and 2 only)")
+    p.add_argument("--no-main", action="store_true", help="no main table (learning curves only)")
     p.add_argument("--train-cap", type=int, default=3000, help="training/context rows of the main table")
     p.add_argument("--test-cap", type=int, default=1500, help="test rows of the main table")
     p.add_argument("--curve-test", type=int, default=2000, help="fixed test rows of each learning curve")
@@ -469,7 +477,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.salvage:
         records, skips, spent, curves = salvage(args.salvage, tables, runners, args)
     else:
-        records, skips, spent = run_main(tables, runners, args, warned)
+        records, skips, spent = ([], [], {}) if args.no_main else run_main(tables, runners, args, warned)
         curves = {} if args.no_curves else run_curves(tables, runners["classification"], args, warned)
     summary = summarize(records, tabzoo_names)
     result: dict[str, Any] = {
@@ -477,9 +485,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine | {"load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "matmul_peak": peak, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "git": git, "package_versions": _versions(),
-        "seeds": {"splits": list(range(args.splits)), "subsample": "1000 + split", "curve_order_and_test": 7,
+        "seeds": {"splits": [] if args.no_main else _split_ids(args), "subsample": "1000 + split",
+                  "curve_order_and_test": 7,
                   "pool_subsample": 0, "model_random_state": "split index (0 for the curves)"},
-        "protocol": {"splits": args.splits, "test_size": 0.3, "stratified": True, "train_cap": args.train_cap,
+        "protocol": {"splits": args.splits, "first_split": args.first_split, "no_main": args.no_main, "test_size": 0.3, "stratified": True, "train_cap": args.train_cap,
                      "test_cap": args.test_cap, "curve_sizes": args.curve_sizes, "curve_test_rows": args.curve_test,
                      "curve_budget_s_per_model_table": args.curve_budget, "budgets_s_main_table": args.budgets,
                      "first_split_only": sorted(FIRST_SPLIT_ONLY), "max_features": MAX_FEATURES,

@@ -32,6 +32,33 @@ def _status(key: str = "VmHWM") -> int:
     return 0
 
 
+class RssSampler:
+    """Peak ``RssAnon`` and ``RssFile`` of this process (``/proc/self/status``, sampled every
+    ``every`` s in a thread): ``VmHWM`` is the peak of their sum, this says which part grew
+    (anonymous = heap, tensors, Arrow buffers; file = mapped libraries and files)."""
+
+    def __init__(self, every: float = 0.02) -> None:
+        import threading
+
+        self.peak = {"RssAnon": 0, "RssFile": 0, "VmRSS": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+
+    def _run(self, every: float) -> None:
+        while not self._stop.is_set():
+            for k in self.peak:
+                self.peak[k] = max(self.peak[k], _status(k))
+            self._stop.wait(every)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def make_data(folder: Path, rows: int, row_group: int = 65536) -> Path:
     """``rows x 20`` standard-normal features in Parquet (written 1e6 rows at a time, ``row_group`` rows a group)."""
     import pyarrow as pa
@@ -81,16 +108,25 @@ def one(mode: str, stem: str, data: str, out: str, batch_rows: int) -> dict[str,
     else:
         est = load_estimator(stem, device="cpu")
         base = _status("VmRSS")
+        before = {k: _status(k) for k in ("RssAnon", "RssFile")}
         t0 = time.perf_counter()
-        if mode == "stream":
-            n = predict_dataset(est, data, out, batch_rows=batch_rows).rows
-        else:  # in memory: read whole, one pass, write whole
-            rows = pd.read_parquet(data)
-            score_frame(est, rows).to_parquet(out)
-            n = len(rows)
+        with RssSampler() as sampled:
+            if mode == "stream":
+                n = predict_dataset(est, data, out, batch_rows=batch_rows).rows
+            else:  # in memory: read whole, one pass, write whole
+                rows = pd.read_parquet(data)
+                score_frame(est, rows).to_parquet(out)
+                n = len(rows)
+        seconds = time.perf_counter() - t0
+        peak = _status()
+        return {"mode": mode, "rows": n, "seconds": round(seconds, 2), "rows_per_s": round(n / seconds),
+                "peak_rss_bytes": peak, "rss_before_bytes": base, "input_driven_bytes": peak - base,
+                "rss_anon_before_bytes": before["RssAnon"], "rss_file_before_bytes": before["RssFile"],
+                "peak_rss_anon_bytes": sampled.peak["RssAnon"], "peak_rss_file_bytes": sampled.peak["RssFile"],
+                "torch": __import__("torch").__version__, "batch_rows": batch_rows if mode == "stream" else None}
     seconds = time.perf_counter() - t0
     return {"mode": mode, "rows": n, "seconds": round(seconds, 2), "rows_per_s": round(n / seconds),
-            "peak_rss_bytes": _status(), "rss_before_bytes": base, "batch_rows": batch_rows if mode == "stream" else None}
+            "peak_rss_bytes": _status(), "rss_before_bytes": base, "batch_rows": None}
 
 
 def dask_run(stem: str, data: str, out: str, workers: int) -> dict[str, object]:

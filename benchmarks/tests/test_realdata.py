@@ -162,3 +162,36 @@ def test_salvage_rebuilds_a_cut_run(tmp_path: Path, capsys) -> None:  # noqa: AN
     missing = {(s["table"], s["model"]) for s in data["skips"]}
     assert ("penguins", "tabflex") in missing and ("penguins", "lightgbm") in missing
     assert not any(t == "pima" for t, _ in missing), "tables the cut run never reached are not invented"
+
+
+def test_first_split_and_no_main_pick_the_work() -> None:
+    """``--first-split N --splits K`` runs the splits N..N+K-1 (a later pass of a cut run), ``--no-main`` none."""
+    from realdata import _split_ids, parse_args
+
+    assert _split_ids(parse_args([])) == [0, 1, 2]
+    assert _split_ids(parse_args(["--first-split", "1", "--splits", "2"])) == [1, 2]
+    assert parse_args(["--no-main"]).no_main and not parse_args([]).no_main
+
+
+def test_split_summary_joins_runs_per_split(tmp_path: Path) -> None:
+    """Records of several runs (a JSON and a partial log) are joined per split, with aliases and curve deltas."""
+    from issue28_splits_summary import summarize
+
+    def rec(table: str, model: str, split: int, auc: float) -> dict:
+        return {"table": table, "task": "classification", "model": model, "split": split, "status": "ok",
+                "fit_predict_s": 1.0, "metrics": {"roc_auc": auc}}
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"records": [rec("a", "tabflex-long", 0, 0.9), rec("a", "xgb", 0, 0.8),
+                                           rec("b", "tabflex-long", 0, 0.7), rec("b", "xgb", 0, 0.75)],
+                               "learning_curves": {}}))
+    part = tmp_path / "new.json.partial.jsonl"
+    lines = [rec("a", "tabflex", 1, 0.6), rec("a", "xgb", 1, 0.8), rec("b", "tabflex", 1, 0.9),
+             {"curve": "c", "model": "tabflex", "train_rows": 1000, "status": "ok", "accuracy": 0.6},
+             {"curve": "c", "model": "tabflex", "train_rows": 50000, "status": "ok", "accuracy": 0.65}]
+    part.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    res = summarize([(str(old), {"tabflex-long": "tabflex"}), (str(part), {})], ["tabflex", "xgb"])
+    s0, s1 = res["per_split"]["classification/split0"], res["per_split"]["classification/split1"]
+    assert s0["mean"] == {"tabflex": 0.8, "xgb": 0.775} and s0["mean_rank"] == {"tabflex": 1.5, "xgb": 1.5}
+    assert s1["tables_with_every_model"] == ["a"] and s1["tables_missing_a_model"] == {"b": ["xgb"]}
+    assert res["curves"]["c"]["tabflex"]["accuracy_change"] == 0.05

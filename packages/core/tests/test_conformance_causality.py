@@ -19,6 +19,19 @@ def test_causality_gallery_model_is_caught(what: str, make: object) -> None:
     assert result.status == "failed", f"time_causality did not catch '{what}': {result}"
 
 
+def test_database_size_search_shrinks_to_the_smallest_failing_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 2 for the relational protocol: the large phase grows the database (the largest
+    scale first) and shrinks a failure to the smallest failing scale (25 users at scale 5)."""
+    from kit_models.broken_causality import FutureAbove20Users
+    from tabzoo.testing.checks.sizes import PROFILE_ENV, bounds
+
+    result = run_check(causal_case("future_above_20_users", FutureAbove20Users), cap.TIME_CAUSALITY, max_examples=2)
+    assert result.status == "failed" and "large phase" in result.message, result
+    assert result.reproducer["sizes"] == {"db_scale": 5}, result.reproducer
+    monkeypatch.setenv(PROFILE_ENV, "thorough")
+    assert bounds(causal_case())["db_scale"] == (1, 171)  # 24 x 171 = 4,104 events
+
+
 def test_batch_snapshot_is_named() -> None:
     result = run_check(causal_case("snap", "kit_models.broken_causality:SnapshotAtLatestSeed"), cap.TIME_CAUSALITY,
                        max_examples=2)

@@ -83,6 +83,17 @@ def test_a_multitask_case_declares_its_tasks() -> None:
                         capabilities=cap.MULTITASK_DEFAULTS)
 
 
+def test_task_count_search_finds_a_leak_from_four_tasks_and_shrinks_to_four() -> None:
+    """Issue 23 item 2 (tasks up to 4, shrunk): the case declares three tasks, the model leaks only
+    with four; the large phase finds it and the reproducer keeps the smallest failing task count."""
+    from kit_models.broken_multitask import LeaksFromFourTasks
+
+    result = run_check(multitask_case("leaks_from_four_tasks", LeaksFromFourTasks), cap.TASK_ISOLATION,
+                       max_examples=4)
+    assert result.status == "failed" and "large phase" in result.message, result
+    assert len(result.reproducer["sizes"]["tasks"]) == 4 and TASK_NAME.search(result.message), result
+
+
 def test_size_search_builds_models_for_other_task_lists() -> None:
     from tabzoo.testing.checks._common import largest_spec, sized
 

@@ -93,6 +93,28 @@ def test_use_forces_backend_and_restores() -> None:
         assert K.select_backend("masked_attention", **inp).name == "flex"
 
 
+def test_flex_refuses_a_one_block_row_tensor_mask_on_gpu_unless_forced() -> None:
+    """A bool tensor mask over <= FLEX_BLOCK queries goes to sdpa on a GPU (a BlockMask rebuilt
+    per call, flex recompiled per shape: Ramba's gather groups cost ~80 ms of host time per
+    forward on an H100 that way); a Mask object, a longer query axis, or forcing keeps flex."""
+    from tabzoo.kernels.attention import FLEX_BLOCK
+    from tabzoo.masks import causal
+
+    q, k = torch.randn(2, 4, 8, 16), torch.randn(2, 4, 64, 16)
+    small = torch.ones(2, 1, 1, 64, dtype=torch.bool)
+    with K.assume_device("cuda", (9, 0)):
+        pick = {c.name: r for c, r in K.candidates("masked_attention", q=q, k=k, v=k, mask=small)}
+        assert any("one block row" in r for r in pick["flex"]) and pick["sdpa"] == []
+        assert K.select_backend("masked_attention", q=q, k=k, v=k, mask=small).name == "sdpa"
+        with K.use("flex"):
+            assert K.select_backend("masked_attention", q=q, k=k, v=k, mask=small).name == "flex"
+        long_q = torch.randn(1, 4, 2 * FLEX_BLOCK, 16)
+        big = torch.ones(2 * FLEX_BLOCK, 2 * FLEX_BLOCK, dtype=torch.bool).tril()
+        for qq, mask in ((long_q, big), (q, causal())):
+            flex = {c.name: r for c, r in K.candidates("masked_attention", q=qq, k=qq, v=qq, mask=mask)}["flex"]
+            assert flex == []
+
+
 def test_forced_backend_that_refuses_raises_with_reasons() -> None:
     with K.use("flex"), pytest.raises(KernelNotSupportedError, match="no backward on CPU"):
         K.masked_attention(**_attn_inputs(requires_grad=True))

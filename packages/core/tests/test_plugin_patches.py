@@ -31,6 +31,21 @@ tabzoo.files.write_text = write_text
 def tabzoo_register_priors(register):
     register(PriorSpec(name="patcher_prior", factory=lambda **kw: kw))
 '''
+LAZY_CASE_PLUGIN = '''
+from tabzoo.plugins import ArchitectureSpec, ModelPlugin
+
+plugin = ModelPlugin(ArchitectureSpec(name="lazypatch_arch", build=lambda config: None, kind="other"),
+                     cases={"lazypatch_case": "tz_lazypatch_cases:make_case"})
+'''
+LAZY_CASE_MODULE = '''
+import tabzoo.files
+from tabzoo.testing import ConformanceCase
+
+tabzoo.files.write_text = lambda path, text: None  # patches the core when the case module is imported
+
+def make_case():
+    return ConformanceCase("lazypatch_case")
+'''
 PATCH_IN_HOOK = '''
 from tabzoo.plugins import hookimpl
 
@@ -53,7 +68,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     reset_registry()
     tabzoo.files.write_text = originals[0]  # only if the test failed: never leave a patched core behind
     tabzoo.plugins.specs.PriorSpec.validate = originals[1]
-    for name in ("tz_patchfn", "tz_patchhook", "tz_good"):
+    for name in ("tz_patchfn", "tz_patchhook", "tz_good", "tz_lazypatch", "tz_lazypatch_cases"):
         sys.modules.pop(name, None)
 
 
@@ -136,3 +151,34 @@ def test_the_shipped_plugins_patch_nothing() -> None:
     lines = stdout.split("\n")
     assert {f"{name} []" for name in installed} <= set(lines), stdout
     assert all(line.endswith(" []") for line in lines if line), stdout
+
+
+def test_a_lazy_case_whose_module_patches_the_core_fails_its_plugin_when_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The case module is imported only when cases are first read (after the plugin's load-time
+    check, and never in the discovery child): its build runs under the same check."""
+    root = use_site(tmp_path, monkeypatch, {"lazypatch": ""})
+    (root / "tz_lazypatch.py").write_text(LAZY_CASE_PLUGIN)
+    (root / "tz_lazypatch_cases.py").write_text(LAZY_CASE_MODULE)
+    (next(root.glob("tz_lazypatch-*.dist-info")) / "entry_points.txt").write_text(
+        "[tabzoo]\ntzlazypatch = tz_lazypatch:plugin\n")
+    original = tabzoo.files.write_text
+    discovery._memo.clear()
+    reset_registry()
+    try:
+        reg = get_registry(reload=True)
+        assert reg.names("architectures") == ["lazypatch_arch"] and "tz_lazypatch_cases" not in sys.modules
+        with pytest.warns(RuntimeWarning, match=r"patches core \(while building its conformance case "
+                                                r"'lazypatch_case'\): tabzoo.files.write_text"):
+            assert reg.names("conformance_cases") == []
+        assert tabzoo.files.write_text is original
+        record = next(r for r in reg.records if r.name == "tzlazypatch")
+        assert not record.loaded and record.provides == {} and reg.names("architectures") == []
+        [failure] = reg.case_failures()
+        assert (failure.case, failure.stage) == ("lazypatch_case", "patch") and "PluginPatchesCore" in failure.error
+    finally:
+        tabzoo.files.write_text = original
+        discovery._memo.clear()
+        reset_registry()
+        for name in ("tz_lazypatch", "tz_lazypatch_cases"):
+            sys.modules.pop(name, None)

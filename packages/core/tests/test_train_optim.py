@@ -110,3 +110,35 @@ def test_build_optimizer_and_schedule_by_name() -> None:
         build_optimizer([p], "sgd", lr=0.1)
     with pytest.raises(TabzooInputError, match="max_steps"):
         build_schedule(look, "flat_cosine", total_steps=None)
+
+
+def _adam_trajectory(name: str, **impl: bool) -> torch.Tensor:
+    """Parameters after 12 steps of ``name`` on a small MLP of many tensors (weight decay on)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(6, 6) for _ in range(4)))
+    opt = (build_optimizer(model.parameters(), name, lr=1e-2, weight_decay=1e-3, **impl) if "loop" not in impl
+           else getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[name])(model.parameters(), lr=1e-2,
+                                                                                weight_decay=1e-3, foreach=False))
+    x = torch.randn(8, 6)
+    for _ in range(12):
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+def test_adam_multi_tensor_update_equals_the_per_tensor_loop_bitwise(name: str) -> None:
+    """The core's Adam/AdamW use torch's multi-tensor kernels (faster on the CPU); the numbers
+    must be those of the per-tensor loop, bit for bit, so no fit's results move."""
+    opt = build_optimizer([torch.nn.Parameter(torch.ones(2))], name, lr=0.1)
+    assert opt.param_groups[0]["foreach"] is True
+    assert torch.equal(_adam_trajectory(name), _adam_trajectory(name, loop=True))
+    fused = _adam_trajectory(name, fused=True)  # the opt-in fused kernel: same update up to rounding
+    assert torch.allclose(fused, _adam_trajectory(name), atol=1e-5) and build_optimizer(
+        [torch.nn.Parameter(torch.ones(2))], name, lr=0.1, fused=True).param_groups[0]["fused"] is True
+
+
+def test_fused_is_refused_for_optimizers_without_a_fused_kernel() -> None:
+    with pytest.raises(TabzooInputError, match="fused=True needs optimizer 'adam' or 'adamw'"):
+        build_optimizer([torch.nn.Parameter(torch.ones(2))], "lamb", lr=0.1, fused=True)

@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo_npt.memory import partition_rows, predict_bytes
-from tabzoo_npt.train import MIN_VALIDATION_ROWS, holdout_rows
+from tabzoo_npt.train import (
+    FULL_BATCH_ROWS,
+    LARGE_TABLE_BATCH,
+    MIN_VALIDATION_ROWS,
+    auto_batch_rows,
+    holdout_rows,
+)
 
 pytest.importorskip("sklearn", reason="the estimators need scikit-learn (tabzoo-npt[sklearn])")
 
@@ -96,3 +102,17 @@ def test_many_string_classes() -> None:
     proba = clf.predict_proba(X[:7])
     assert proba.shape == (7, 40) and np.allclose(proba.sum(axis=1), 1.0)
     assert clf.classes_.tolist() == sorted(set(y.tolist())) and set(clf.predict(X)) <= set(y.tolist())
+
+
+def test_default_batch_is_the_whole_table_up_to_1024_rows_and_256_rows_above() -> None:
+    assert auto_batch_rows(1) == auto_batch_rows(1024) == FULL_BATCH_ROWS == 1024  # one batch: the old default
+    assert auto_batch_rows(1025) == auto_batch_rows(10_000) == LARGE_TABLE_BATCH == 256
+    est = NPTRegressor()
+    assert est.memory_estimate((0, 0, 0), 900)["batch_rows"] == 900
+    assert est.memory_estimate((0, 0, 0), 10_000)["batch_rows"] == 256
+    assert NPTRegressor(batch_size=2048).memory_estimate((0, 0, 0), 10_000)["batch_rows"] == 2048
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1100, 2))
+    fast = {"preset": "tiny", "steps": 3, "validation_fraction": 0.0}
+    assert NPTRegressor(**fast).fit(X, X[:, 0]).history_.epochs == 1  # 5 batches of ~220-256 rows per pass
+    assert NPTRegressor(**fast).fit(X[:300], X[:300, 0]).history_.epochs == 3  # full batch: a step is an epoch

@@ -50,3 +50,30 @@ def test_regressor_skips_fine_tuning_when_a_shifted_member_has_too_many_bins() -
     rec = est.fine_tune_
     assert rec["steps"] == 0 and not rec["kept"] and "classes in member" in rec["reason"]
     assert np.isfinite(est.predict(x[240:260])).all()
+
+
+def test_regressor_auto_bins_fit_the_head_with_fine_tuning(tmp_path) -> None:
+    """``n_bins="auto"`` (the default): 30 bins untuned, at most the head's classes - 1 with ``fine_tune``, so every
+    bin-shifted member fits the head and fine-tuning runs by default; the fitted count survives save/load."""
+    x, y = load_diabetes(return_X_y=True)
+    plain = TabFlexRegressor(checkpoint="tabflex-small", n_estimators=2).fit(x[:240], y[:240])
+    assert plain.n_bins_ == 30 and plain.fine_tune_ is None
+    est = TabFlexRegressor(checkpoint="tabflex-small", n_estimators=4, fine_tune=FAST).fit(x[:240], y[:240])
+    head = int(est.model_.max_classes)
+    assert est.n_bins_ == head - 1
+    assert max(est._fine_tune_targets(i)[1] for i in range(4)) <= head  # every member fits the head
+    rec = est.fine_tune_
+    assert rec["steps"] > 0 and rec["kept"] == (rec["best_loss"] < rec["baseline_loss"])
+    back = TabFlexRegressor.load(est.save(tmp_path / "tuned"))
+    assert back.n_bins_ == est.n_bins_
+    np.testing.assert_array_equal(back.predict(x[240:260]), est.predict(x[240:260]))
+
+
+def test_regressor_refuses_a_bad_bin_count() -> None:
+    import pytest
+    from tabzoo.errors import TabzooInputError
+
+    x, y = load_diabetes(return_X_y=True)
+    for bad in ("many", 1, True, 2.5):
+        with pytest.raises(TabzooInputError, match="n_bins must be 'auto' or an int >= 2"):
+            TabFlexRegressor(checkpoint="tabflex-small", n_estimators=1, n_bins=bad).fit(x[:60], y[:60])

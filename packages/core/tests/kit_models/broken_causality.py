@@ -135,6 +135,37 @@ class ReadsFutureInBuckets(_Extra):
         return float(np.floor(amount[times > t] / 20.0).sum())
 
 
+class ReadsFutureChannels(_Extra):
+    """Reads a CATEGORICAL column of the events after the cutoff (how many of them came through the
+    shop): kits that perturbed only the target and numbers after the cutoff never swapped a category."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        times = events.column("time").astype("datetime64[s]")
+        return float(sum(str(c) == "shop" for c in events.column("channel")[times > t]))
+
+
+class ReadsFutureNotes(_Extra):
+    """Reads a TEXT column of the events after the cutoff (the words of their notes): only a kit that
+    changes strings after the cutoff sees it."""
+
+    def extra(self, events: Any, pk: Any, t: Any) -> float:
+        times = events.column("time").astype("datetime64[s]")
+        return float(sum(len(str(n).split()) for n in events.column("note")[times > t] if n is not None))
+
+
+class FutureAbove20Users(DerivedRelational):
+    """Correct on small databases; above 20 users (another code path, say a vectorised whole-table
+    aggregate) it averages every event of the user, later ones included. Only the database-size
+    search reaches it (the toy database has 5 users; 25 at scale 5)."""
+
+    def forward(self, db: Any, seeds: list[tuple[str, Any, Any]]) -> torch.Tensor:
+        self.big = db.table("users").n_rows > 20
+        return super().forward(db, seeds)
+
+    def history(self, times: np.ndarray, t: Any, order: np.ndarray) -> np.ndarray:
+        return np.ones_like(times, dtype=bool) if getattr(self, "big", False) else super().history(times, t, order)
+
+
 def causal_case(name: str = "derived_relational", model_cls: type[TinyRelational] | str = DerivedRelational,
                 **kw: Any) -> ConformanceCase:
     """A relational case on the toy database with a declared horizon of one day."""
@@ -154,5 +185,10 @@ BROKEN_CAUSALITY: list[tuple[str, Any]] = [
     ("reads the labels of rows tied with the seed time", lambda: causal_case("tied_labels", ReadsTiedLabels)),
     ("reads future amounts through coarse buckets (needs scale-aware magnitudes)",
      lambda: causal_case("future_buckets", ReadsFutureInBuckets)),
+    ("reads a categorical column after the cutoff (needs categories swapped)",
+     lambda: causal_case("future_channels", ReadsFutureChannels)),
+    ("reads a text column after the cutoff (needs strings changed)", lambda: causal_case("future_notes", ReadsFutureNotes)),
+    ("reads later events only above 20 users (needs the database-size search)",
+     lambda: causal_case("future_above_20_users", FutureAbove20Users)),
 ]
 """Each must fail time_causality; :func:`causal_case` itself (the correct model) passes."""

@@ -78,11 +78,14 @@ class TinyMultitask(nn.Module):
         h = self.embed(nn.functional.pad(torch.nan_to_num(x), (0, MAX_FEATURES - x.shape[2])))
         for s in self.sources(t):
             h = h + self.embed_label(y, self.mask_of(qmask, s), s)
-        query = qmask.all(-1)  # [B, N]
-        n = x.shape[1]
-        allowed = (~query)[:, None, :] | torch.eye(n, dtype=torch.bool, device=x.device)  # [B, N, N]
         q, k, v = self.qkv(h).chunk(3, dim=-1)
-        return h + nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return h + nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.allowed(qmask, t))
+
+    def allowed(self, qmask: torch.Tensor, t: int) -> torch.Tensor:
+        """``[B, N, N]`` bool, which rows each row of stream ``t`` attends to: every row reads the
+        context rows, a query row (every task masked) also itself."""
+        query, n = qmask.all(-1), qmask.shape[1]  # [B, N]
+        return (~query)[:, None, :] | torch.eye(n, dtype=torch.bool, device=qmask.device)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, qmask: torch.Tensor) -> torch.Tensor:
         self.validate(x, y, qmask)
@@ -128,6 +131,39 @@ class TwoLogitBinary(TinyMultitask):
             self.heads = nn.ModuleList(nn.Linear(D, k if k >= 2 else 1) for k in self.tasks)
 
 
+class PositionalInOneTask(TinyMultitask):
+    """Adds each row's position to the LAST task's stream: that task's outputs follow row order, not
+    the rows (the other tasks stay equivariant, so only a per-task comparison sees it)."""
+
+    def stream(self, x: torch.Tensor, y: torch.Tensor, qmask: torch.Tensor, t: int) -> torch.Tensor:
+        h = super().stream(x, y, qmask, t)
+        if t != len(self.tasks) - 1:
+            return h
+        return h + 0.1 * torch.arange(x.shape[1], dtype=h.dtype, device=h.device)[None, :, None]
+
+
+class ContextReadsQueryInOneTask(TinyMultitask):
+    """In the LAST task's stream, context rows attend to query rows too: that task's context-row
+    outputs depend on the query rows (the other tasks' do not)."""
+
+    def allowed(self, qmask: torch.Tensor, t: int) -> torch.Tensor:
+        if t != len(self.tasks) - 1:
+            return super().allowed(qmask, t)
+        context = ~qmask.all(-1)  # [B, N]
+        return context[:, :, None] | super().allowed(qmask, t)  # context rows read every row
+
+
+class LeaksFromFourTasks(ReadsOtherTaskLabels):
+    """Correct with up to three tasks; from four tasks on (another code path, say a fused head
+    group) it reads the next task's labels, query rows included. Only the task-count search
+    reaches it (the gallery's case declares three tasks)."""
+
+    def stream(self, x: torch.Tensor, y: torch.Tensor, qmask: torch.Tensor, t: int) -> torch.Tensor:
+        if len(self.tasks) < 4:
+            return TinyMultitask.stream(self, x, y, qmask, t)
+        return super().stream(x, y, qmask, t)
+
+
 def make_sized(model_cls: Any) -> Any:
     """``make_sized(seed, sizes)`` building ``model_cls`` for the searched task list."""
     return lambda seed, sizes: model_cls(seed, tuple(sizes["tasks"]))
@@ -157,8 +193,16 @@ BROKEN_MULTITASK: dict[str, list[tuple[str, Any]]] = {
         ("two logits for a binary task (outputs do not split into the declared tasks)",
          lambda: multitask_case("two_logit_binary", TwoLogitBinary)),
     ],
+    cap.ROW_EQUIVARIANCE: [
+        ("one task's outputs follow row positions", lambda: multitask_case("positional_task", PositionalInOneTask)),
+    ],
+    cap.NO_CONTEXT_QUERY_LEAK: [
+        ("one task's context rows attend to the query rows",
+         lambda: multitask_case("context_reads_query_task", ContextReadsQueryInOneTask)),
+    ],
 }
-"""property -> [(what is broken, case factory)]: each case must FAIL that property."""
+"""property -> [(what is broken, case factory)]: each case must FAIL that property (and
+:class:`LeaksFromFourTasks` must fail ``task_isolation`` shrunk to four tasks: its own test)."""
 
 CONTROLS_MULTITASK: list[tuple[str, Any]] = [
     ("tasks share their visible labels", lambda: multitask_case()),

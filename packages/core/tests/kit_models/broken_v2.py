@@ -87,6 +87,24 @@ class NumpyPairwise(TinyICL):
         return out + 1e-3 * torch.as_tensor(near, dtype=out.dtype)[..., None]
 
 
+class NumpyAnchors(TinyICL):
+    """Correct control of :class:`NumpyPairwise`: each query row's distance to its nearest of the
+    FIRST 1,024 context rows, in numpy: linear work outside torch ops, heavy enough (about 0.5 s of
+    CPU at 32k rows) that the kit asserts its CPU-time slope (the under-load script's false-failure
+    probe)."""
+
+    def forward(self, x: torch.Tensor, y_context: torch.Tensor) -> torch.Tensor:
+        import numpy as np
+
+        out = super().forward(x, y_context)
+        nc = y_context.shape[1]
+        xs = x.detach().cpu().numpy().astype(np.float64)
+        anchors = xs[:, None, :min(nc, 1024), :]
+        near = np.concatenate([((xs[:, s:s + 256, None, :] - anchors) ** 2).sum(-1).min(-1)
+                               for s in range(nc, xs.shape[1], 256)], axis=1)  # [B, Nq]
+        return out + 1e-3 * torch.as_tensor(near, dtype=out.dtype)[..., None]
+
+
 class QuadraticAbove(TinyICL):
     """Dense softmax attention over all rows, but only above 1024 rows (say, "when it pays"):
     linear at the sizes a plugin picks for its own scaling axis."""

@@ -37,7 +37,13 @@ from tabzoo_npt.encoding import TableEncoder
 from tabzoo_npt.memory import check_shape, fit_bytes, predict_bytes
 from tabzoo_npt.model import MAX_ROW_WIDTH, NPT, PRESETS, NPTConfig, row_dim
 from tabzoo_npt.predict import DENSE_CONTEXT, context_partitions, predict_cells
-from tabzoo_npt.train import MIN_VALIDATION_ROWS, NPTFitConfig, fit_npt, holdout_rows
+from tabzoo_npt.train import (
+    MIN_VALIDATION_ROWS,
+    NPTFitConfig,
+    auto_batch_rows,
+    fit_npt,
+    holdout_rows,
+)
 
 __all__ = ["NPTClassifier", "NPTRegressor", "NPTImputer"]
 logger = logging.getLogger("tabzoo_npt")
@@ -70,8 +76,10 @@ class _NPTBase(BaseEstimator):
         fgl_glass ROC-AUC 0.65 -> 0.91, star98 R² 0.53 -> 0.72 with 1e-2; packages/npt/README.md).
         With many more steps, lower it in proportion (the paper's 1e-3 from ~2,000 steps).
     :param flat_fraction: 0.5, NPT-Small's flat share on small data (C.1.2; NPT-Base: 0.7).
-    :param batch_size: rows per minibatch, 1,024; the whole table when it fits (as the paper on
-        small data, C.1.2), class-stratified minibatches otherwise (C.1.1, C.1.3).
+    :param batch_size: rows per minibatch; class-stratified minibatches when the table is larger
+        (C.1.1, C.1.3). Default ``None``: the whole table up to 1,024 rows (as the paper on small
+        data, C.1.2), 256-row minibatches above (ours: 1,024-row steps made the step budget cost
+        ~15 CPU-minutes on a 20-column table; :func:`tabzoo_npt.train.auto_batch_rows`).
     :param p_feature: stochastic feature masking probability, 0.15 (C.1.1); 10% of the selected
         cells are randomised instead of masked (C.4.3).
     :param p_target: stochastic target masking probability, 0.5: the paper uses target masking
@@ -110,7 +118,7 @@ class _NPTBase(BaseEstimator):
 
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-2,
-                 flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
+                 flat_fraction: float = 0.5, batch_size: int | None = None, p_feature: float = 0.15,
                  p_target: float = 0.5, validation_fraction: float = 0.1,
                  min_validation_rows: int = MIN_VALIDATION_ROWS, eval_every: int = 25, patience: int = 6,
                  context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
@@ -125,9 +133,13 @@ class _NPTBase(BaseEstimator):
         self.mode, self.progress, self.random_state, self.device = mode, progress, random_state, device
 
     # -- helpers --------------------------------------------------------------------------------
-    def _train_config(self) -> NPTFitConfig:
+    def _batch_rows(self, n_rows: int) -> int:
+        """Rows per training batch on a table of ``n_rows`` rows (``batch_size``, or the rule of ``None``)."""
+        return auto_batch_rows(n_rows) if self.batch_size is None else int(self.batch_size)
+
+    def _train_config(self, n_rows: int) -> NPTFitConfig:
         return NPTFitConfig(steps=int(self.steps), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
-                           batch_size=int(self.batch_size), p_feature=float(self.p_feature),
+                           batch_size=self._batch_rows(n_rows), p_feature=float(self.p_feature),
                            p_target=float(self.p_target), eval_every=int(self.eval_every),
                            patience=int(self.patience), context_size=int(self.context_size), mode=self.mode,
                            progress=bool(self.progress), seed=int(self.random_state or 0))
@@ -156,7 +168,7 @@ class _NPTBase(BaseEstimator):
         cardinalities, n_rows = check_shape(cardinalities, n_rows)
         cfg = self._config(cardinalities)
         params = parameter_count(lambda: NPT(cfg))
-        batch = min(int(self.batch_size), n_rows)
+        batch = min(self._batch_rows(n_rows), n_rows)
         fit_b = fit_bytes(cfg, params, batch)
         predict_b = predict_bytes(cfg, params, n_rows, int(self.context_size), int(self.chunk_size))
         return {"fit_bytes": fit_b, "predict_bytes": predict_b, "peak_bytes": max(fit_b, predict_b),
@@ -207,7 +219,7 @@ class _NPTBase(BaseEstimator):
             logger.info("%s: %d rows are too few for a validation split of >= %d rows (a quarter at most); "
                         "training the fixed budget of %d steps without early stopping.", type(self).__name__,
                         len(values), self.min_validation_rows, self.steps)
-        cfg = self._train_config()
+        cfg = self._train_config(len(train_idx) + (0 if unlabeled is None else len(unlabeled)))
         result = fit_npt(self.model_, values[train_idx], self.targets_, cfg, validation=val, unlabeled=unlabeled,
                          strata=None if strata is None else strata[train_idx])
         self.context_ = values  # every labeled row is context at prediction time
@@ -351,7 +363,7 @@ class NPTImputer(TransformerMixin, _NPTBase):
 
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
                  n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-2,
-                 flat_fraction: float = 0.5, batch_size: int = 1024, p_feature: float = 0.15,
+                 flat_fraction: float = 0.5, batch_size: int | None = None, p_feature: float = 0.15,
                  context_size: int = DENSE_CONTEXT, chunk_size: int = 256,
                  max_row_width: int | None = MAX_ROW_WIDTH, progress: bool = False,
                  random_state: int = 0, device: str = "cpu") -> None:
@@ -374,7 +386,7 @@ class NPTImputer(TransformerMixin, _NPTBase):
         self.targets_ = ()
         self._check_memory(self.encoder_.cardinalities, len(values))
         self.model_ = self._build_model(self.encoder_.cardinalities)
-        self.history_ = fit_npt(self.model_, values, (), self._train_config())
+        self.history_ = fit_npt(self.model_, values, (), self._train_config(len(values)))
         self.context_ = values
         return self
 

@@ -34,7 +34,7 @@ from tabzoo_npt.model import NPT
 from tabzoo_npt.predict import predict_cells
 
 __all__ = ["NPTFitConfig", "NPTTask", "cell_losses", "objective", "stratified_batches", "fit_npt", "lambda_schedule",
-           "MODES", "MIN_VALIDATION_ROWS", "holdout_rows"]
+           "MODES", "MIN_VALIDATION_ROWS", "holdout_rows", "FULL_BATCH_ROWS", "LARGE_TABLE_BATCH", "auto_batch_rows"]
 
 # issue 31: "TrainConfig" also named the core's pretraining config; NPT's is the settings of one fit
 __getattr__ = renamed(__name__, {"TrainConfig": "NPTFitConfig"})
@@ -43,6 +43,19 @@ MODES = ("inductive", "semi_supervised", "transductive")
 #: the fewest rows early stopping reads (ours: on ~200-row tables a 10% split of ~20 rows picked
 #: checkpoints by noise, its loss jumping 0.25 -> 0.53 between checks; packages/npt/README.md)
 MIN_VALIDATION_ROWS = 50
+#: ``batch_size=None`` (the estimators' default): tables of up to this many rows train full-batch,
+#: as the paper on its small data (C.1.2); the old fixed default, so their fits are unchanged
+FULL_BATCH_ROWS = 1024
+#: ... and larger tables in class-stratified minibatches of this many rows (ours: a step of 1,024
+#: rows cost ~3 s CPU on a 20-column table with the ``small`` preset, so 300 steps were ~15 min on
+#: one core; 256-row steps cost ~4x less; learning curves in benchmarks/npt_converge.py)
+LARGE_TABLE_BATCH = 256
+
+
+def auto_batch_rows(n_rows: int) -> int:
+    """Rows per minibatch of ``batch_size=None``: :data:`FULL_BATCH_ROWS` (one batch, the whole
+    table) up to that many rows, :data:`LARGE_TABLE_BATCH` above."""
+    return FULL_BATCH_ROWS if n_rows <= FULL_BATCH_ROWS else LARGE_TABLE_BATCH
 
 
 def holdout_rows(n: int, fraction: float, strata: np.ndarray | None, seed: int,

@@ -53,10 +53,12 @@ def make_model(seed: int) -> RambaModel:
 
 
 def shop_database(seed: int, n_customers: int = 6, n_products: int = 4, n_orders: int = 30,
-                  n_reviews: int = 16) -> tuple[Any, list[tuple[str, Any, Any]]]:
-    """The generated shop database and three seed orders from the second half of its time span."""
+                  n_reviews: int = 16, scale: int = 1) -> tuple[Any, list[tuple[str, Any, Any]]]:
+    """The generated shop database and three seed orders from the second half of its time span;
+    ``scale`` multiplies every table's rows (the kit's database-size search)."""
     from tabzoo.table import ForeignKey, RelationalDatabase, Table
 
+    n_customers, n_products, n_orders, n_reviews = (n * scale for n in (n_customers, n_products, n_orders, n_reviews))
     rng = np.random.default_rng(seed)
     sec = lambda a: np.asarray(a).astype(np.int64).astype("timedelta64[s]")  # noqa: E731
     joined = _T0 + sec(np.sort(rng.integers(0, 10 * 86400, n_customers)))

@@ -35,7 +35,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        """``x * rsqrt(mean(x^2) + eps) * weight`` as one op (torch's ``rms_norm``: the same
+        numbers, bitwise on CPU; one launch instead of five on a GPU)."""
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
 
 class _Direction(nn.Module):
@@ -69,9 +71,10 @@ class _Direction(nn.Module):
             out = torch.addcmul(out, xp[:, start:start + length], w[:, i])
         return out
 
-    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool) -> torch.Tensor:
-        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]`` -> ``[B, L, E]``."""
-        xc = F.silu(self.causal_conv(x, reverse)) * (gate > 0).to(x.dtype)
+    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool, open_: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]``, ``open_`` = ``(gate > 0)`` as
+        ``x``'s dtype (computed here when not given) -> ``[B, L, E]``."""
+        xc = F.silu(self.causal_conv(x, reverse)) * ((gate > 0).to(x.dtype) if open_ is None else open_)
         dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = F.softplus(self.dt_proj(dt)) * gate
         return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
@@ -101,8 +104,9 @@ class GatedBiSSM(nn.Module):
         x, z = self.in_proj(h).chunk(2, dim=-1)
         x = x.masked_fill(pad[..., None], 0.0)
         g = gate[..., None]
-        yf = self.fwd(x, g, reverse=False)
-        yb = self.bwd(x, g, reverse=True)
+        open_ = (g > 0).to(x.dtype)  # once for both directions
+        yf = self.fwd(x, g, False, open_)
+        yb = self.bwd(x, g, True, open_)
         sz = F.silu(z)
         return self.merge(torch.cat([yf * sz, yb * sz], dim=-1))
 
@@ -126,8 +130,9 @@ class DenseMixer(nn.Module):
         return self.out(o.transpose(1, 2).reshape(b, n, d))
 
 
-def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_rows: int) -> dict[str, torch.Tensor]:
-    """Index tensors of the gather path.
+def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_rows: int) -> dict[str, Any]:
+    """Index tensors of the gather path, built once per batch (every block and both attentions
+    reuse them; nothing in the blocks reads a tensor back to the host).
 
     :param row: ``[B, L]`` batch-global row id per token (-1 for SEP and padding).
     :param edges: ``[E, 2]`` (child row, parent row).
@@ -144,67 +149,83 @@ def row_structure(row: torch.Tensor, edges: torch.Tensor, n_rows: int, max_rel_r
     idx, r = idx[order], r[order]
     counts = torch.bincount(r, minlength=n_rows)
     starts = torch.cumsum(counts, 0) - counts
-    kmax = int(counts.max()) if n_rows else 0
-    row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
     slot_in_row = torch.arange(len(r), device=dev) - starts[r]
-    row_tok[r, slot_in_row] = idx
-    cells = (idx, r, slot_in_row, flat.numel())
     if edges.numel():
         pairs = torch.unique(torch.cat([edges, edges.flip(1)], 0), dim=0)  # sorted by (a, b)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     else:
         pairs = torch.zeros(0, 2, dtype=torch.long, device=dev)
-    if len(pairs):
-        a = pairs[:, 0]
-        na = torch.bincount(a, minlength=n_rows)
-        rank = torch.arange(len(a), device=dev) - (torch.cumsum(na, 0) - na)[a]
-        pairs = pairs[rank < max_rel_rows]
+    a = pairs[:, 0]
+    na = torch.bincount(a, minlength=n_rows)
+    rank = torch.arange(len(a), device=dev) - (torch.cumsum(na, 0) - na)[a]
+    pairs = pairs[rank < max_rel_rows]
     a, b = pairs[:, 0], pairs[:, 1]
     cnt = counts[b]
-    total = int(cnt.sum())
-    if total == 0:
-        rel_keys = torch.full((n_rows, 1), -1, dtype=torch.long, device=dev)
-        return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
-                "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys,
-                                                                                          counts * 0, cells)}
     pid = torch.repeat_interleave(torch.arange(len(a), device=dev), cnt)
-    within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
-    key_tok = row_tok[b[pid], within]
     owner = a[pid]
     oc = torch.bincount(owner, minlength=n_rows)
-    slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
-    rel_keys = torch.full((n_rows, int(oc.max())), -1, dtype=torch.long, device=dev)
-    rel_keys[owner, slot] = key_tok
+    # one host read for every width below
+    kmax, total, mmax = (int(v) for v in torch.stack([counts.max() if n_rows else counts.new_zeros(()),
+                                                      cnt.sum(), oc.max() if n_rows else oc.new_zeros(())]).tolist())
+    row_tok = torch.full((n_rows, max(kmax, 1)), -1, dtype=torch.long, device=dev)
+    row_tok[r, slot_in_row] = idx
+    rel_keys = torch.full((n_rows, max(mmax, 1)), -1, dtype=torch.long, device=dev)
+    if total:
+        within = torch.arange(total, device=dev) - (torch.cumsum(cnt, 0) - cnt)[pid]
+        slot = torch.arange(total, device=dev) - (torch.cumsum(oc, 0) - oc)[owner]
+        rel_keys[owner, slot] = row_tok[b[pid], within]
+    cells = (idx, r, slot_in_row, flat.numel())
     return {"row_tok": row_tok, "rel_keys": rel_keys, "pairs": pairs,
-            "intra": _groups(row_tok, counts, row_tok, counts, cells), "rel": _groups(row_tok, counts, rel_keys, oc, cells)}
+            "intra": _groups(row_tok, counts, row_tok, counts, cells, exact_keys=True),
+            "rel": _groups(row_tok, counts, rel_keys, oc, cells, exact_keys=False)}
+
+
+def _size_class(n: torch.Tensor) -> torch.Tensor:
+    """The next power of two >= max(n, 4), elementwise (integer arithmetic)."""
+    m = n.clamp(min=4) - 1
+    for shift in (1, 2, 4, 8, 16, 32):
+        m = m | (m >> shift)
+    return m + 1
 
 
 def _groups(row_tok: torch.Tensor, n_q: torch.Tensor, keys: torch.Tensor, n_k: torch.Tensor,
-            cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]) -> dict[str, Any]:
-    """Rows packed by size class, so attention is not padded to the largest row everywhere.
+            cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor, int], exact_keys: bool) -> dict[str, Any]:
+    """Rows packed by size, so attention is neither padded to the largest row nor looped per row.
 
-    Rows with at least one key are grouped by (next power of two >= 4 of their query count, of
-    their key count); group ``g`` has ``q_tok [R_g, Q_g]`` and ``k_tok [R_g, K_g]`` (-1 pad).
-    ``tok_slot [B*L]`` is each token's position in the groups' outputs concatenated
-    (``[sum R_g Q_g]``), or that total (a zero row) for SEP, padding and rows without keys.
+    Rows with at least one key are grouped by (their query count, their key count when
+    ``exact_keys`` else its next power of two >= 4). Group ``g`` is ``(q_idx [R_g Q_g], k_idx
+    [R_g K_g], (R_g, Q_g, K_g), mask)``: flat token ids (padding slots point at token 0) and a
+    key mask ``[R_g, 1, 1, K_g]``, or None when no row of the group has a padded key (so the
+    attention runs unmasked). ``tok_slot [B*L]`` is each token's position in the groups' outputs
+    concatenated (``[sum R_g Q_g]``), or that total (a zero row) for SEP, padding and rows
+    without keys. All widths are read to the host in one transfer.
     """
     idx, r, slot_in_row, n_tok = cells
     dev = row_tok.device
-
-    def size_class(n: torch.Tensor) -> torch.Tensor:
-        return torch.exp2(torch.ceil(torch.log2(n.clamp(min=4).double()))).long()
-
-    cq, ck = size_class(n_q), size_class(n_k)
+    n_rows = len(n_k)
     has = n_k > 0
-    label = torch.where(has, cq * (int(ck.max()) + 1) + ck, -1) if len(n_k) else n_k
-    base = torch.zeros(len(n_k), dtype=torch.long, device=dev)
-    groups, total = [], 0
-    for lab in torch.unique(label[has]).tolist():
-        rows = torch.nonzero(label == lab).squeeze(-1)
-        q_w, k_w = min(int(cq[rows[0]]), row_tok.shape[1]), min(int(ck[rows[0]]), keys.shape[1])
-        groups.append((row_tok[rows, :q_w], keys[rows, :k_w]))
-        base[rows] = total + torch.arange(len(rows), device=dev) * q_w
-        total += len(rows) * q_w
+    ck = n_k if exact_keys else torch.minimum(_size_class(n_k), n_k.new_tensor(keys.shape[1]))
+    label = torch.where(has, n_q * (keys.shape[1] + 1) + ck, -1)
+    rows = torch.argsort(label, stable=True)
+    rows = rows[(label[rows] >= 0)]
+    lab, size = torch.unique_consecutive(label[rows], return_counts=True)
+    # per group: does some row have fewer keys than the group's width? (one reduction, no loop)
+    gid = torch.repeat_interleave(torch.arange(len(lab), device=dev), size)
+    short = torch.zeros(len(lab), dtype=torch.long, device=dev).index_add_(0, gid, (n_k[rows] < ck[rows]).long())
+    lab_l, size_l, short_l = torch.stack([lab, size, short]).tolist() if len(lab) else ([], [], [])
+    base = torch.zeros(n_rows, dtype=torch.long, device=dev)
+    groups, total, first = [], 0, 0
+    for lb, rg, sh in zip(lab_l, size_l, short_l, strict=True):
+        q_w, k_w = divmod(lb, keys.shape[1] + 1)
+        sel = rows[first:first + rg]
+        first += rg
+        q_tok, k_tok = row_tok[sel, :q_w], keys[sel, :k_w]
+        mask = (k_tok >= 0)[:, None, None, :] if sh else None
+        q_idx = q_tok.clamp(min=0).reshape(-1)
+        k_idx = q_idx if exact_keys and keys is row_tok else k_tok.clamp(min=0).reshape(-1)
+        groups.append((q_idx, k_idx, (rg, q_w, k_w), mask))
+        base[sel] = total + torch.arange(rg, device=dev) * q_w
+        total += rg * q_w
     tok_slot = torch.full((n_tok,), total, dtype=torch.long, device=dev)
     keep = has[r]
     tok_slot[idx[keep]] = base[r[keep]] + slot_in_row[keep]
@@ -224,28 +245,34 @@ class StructuralAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, struct: dict[str, Any], impl: str = "gather") -> torch.Tensor:
         """``x [B, L, D]`` -> ``[B, L, D]``; SEP and padding tokens get 0 (before ``out``'s bias)."""
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        o = self._masked(q, k, v, struct) if impl == "masked" else self._gather(q, k, v, struct)
-        return self.out(o)
+        qkv = self.qkv(x)
+        if impl == "masked":
+            q, k, v = qkv.chunk(3, dim=-1)
+            return self.out(self._masked(q, k, v, struct))
+        return self.out(self._gather(qkv, struct))
 
-    def _gather(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
+    def _gather(self, qkv: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
         """Each row's queries against its allowed keys, packed per size group ``[R_g, H, Q_g, dh]``
-        by index_select, put back in token order by one gather (``tok_slot``); SEP, padding and
-        rows without keys get 0."""
-        bsz, length, d = q.shape
+        by index_select (one for q, k and v together where queries and keys are the same tokens),
+        put back in token order by one gather (``tok_slot``); SEP, padding and rows without keys
+        get 0. ``qkv [B, L, 3D]`` -> ``[B, L, D]``."""
+        bsz, length, d3 = qkv.shape
+        d = d3 // 3
         dh = d // self.h
-        pack = struct[self.kind]
+        flat = qkv.reshape(bsz * length, 3, self.h, dh)
 
-        def pick(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:  # [R_g, W] -> [R_g, H, W, dh]
-            flat = t.reshape(bsz * length, self.h, dh).index_select(0, idx.clamp(min=0).reshape(-1))
-            return flat.view(idx.shape[0], idx.shape[1], self.h, dh).transpose(1, 2)
+        def heads(t: torch.Tensor, rows: int, width: int) -> torch.Tensor:  # [R_g W, H, dh] -> [R_g, H, W, dh]
+            return t.view(rows, width, self.h, dh).transpose(1, 2)
 
         outs = []
-        for q_tok, k_tok in pack["groups"]:
-            oo = masked_attention(pick(q, q_tok), pick(k, k_tok), pick(v, k_tok), (k_tok >= 0)[:, None, None, :])
+        for q_idx, k_idx, (rows, q_w, k_w), mask in struct[self.kind]["groups"]:
+            qs = flat.index_select(0, q_idx)
+            ks = qs if k_idx is q_idx else flat.index_select(0, k_idx)
+            oo = masked_attention(heads(qs[:, 0], rows, q_w), heads(ks[:, 1], rows, k_w), heads(ks[:, 2], rows, k_w),
+                                  mask)
             outs.append(oo.transpose(1, 2).reshape(-1, d))
-        outs.append(q.new_zeros(1, d))
-        return torch.cat(outs).index_select(0, pack["tok_slot"]).view(bsz, length, d)
+        outs.append(qkv.new_zeros(1, d))
+        return torch.cat(outs).index_select(0, struct[self.kind]["tok_slot"]).view(bsz, length, d)
 
     def _masked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:
         from tabzoo.masks import edges as edge_mask

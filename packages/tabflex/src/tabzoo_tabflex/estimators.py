@@ -33,7 +33,7 @@ import numpy as np
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import InContextClassifier, InContextRegressor
 from tabzoo.estimators.sk import check_is_fitted
-from tabzoo.train.finetune import FineTuneMixin
+from tabzoo.train.finetune import FineTuneMixin, resolve_fine_tune
 
 from tabzoo_tabflex.binning import TargetBinner
 from tabzoo_tabflex.inference import _CKPT_DIR, DEFAULT_CHECKPOINT, TabFlexMixin, load_tabflex  # noqa: F401 (_CKPT_DIR re-exported)
@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 #: folds of the regressor's cross-fitted calibration (``calibrate``)
 CALIBRATION_FOLDS = 3
+#: the regressor's bins for ``n_bins="auto"`` without fine-tuning (30 measured best on diabetes, see the README)
+AUTO_BINS = 30
 
 __all__ = ["TabFlexClassifier", "TabFlexRegressor", "DEFAULT_CHECKPOINT", "load_tabflex"]
 
@@ -158,7 +160,11 @@ class TabFlexRegressor(FineTuneMixin, TabFlexMixin, InContextRegressor):
     cell of the members' probabilities re-mapped onto the common grid of all their edges. More
     occupied bins than the head's classes go through the hierarchical class split.
 
-    :param n_bins: bins (the paper uses 10 or 100; 30 measured best on diabetes here, see the README).
+    :param n_bins: bins (the paper uses 10 or 100), or ``"auto"`` (default): ``AUTO_BINS`` = 30 (measured best on
+        diabetes, see the README), and with ``fine_tune`` at most the head's classes - 1 (9 for the shipped
+        checkpoints' 10-class head; a bin-shifted member has one bin more), so that every member's bins fit the
+        head and fine-tuning runs. An explicit count above that skips fine-tuning (``fine_tune_`` says why).
+        Fitted: ``n_bins_``.
     :param binning: ``"uniform"`` (paper) or ``"quantile"``.
     :param point: ``"mean"`` or ``"mode"``.
     :param bin_shift: shift the bin edges per member.
@@ -170,7 +176,7 @@ class TabFlexRegressor(FineTuneMixin, TabFlexMixin, InContextRegressor):
     Other parameters as :class:`TabFlexClassifier`, and:
     """
 
-    def __init__(self, checkpoint: str = "auto", n_bins: int = 30, binning: str = "uniform", point: str = "mean",
+    def __init__(self, checkpoint: str = "auto", n_bins: int | str = "auto", binning: str = "uniform", point: str = "mean",
                  n_estimators: int = 4, softmax_temperature: float = 0.8, chunk_size: int = 8192,
                  projection_seed: int = 0, device: str = "auto", random_state: Any = 0,
                  verbose: bool = False, *, bin_shift: bool = True,
@@ -223,16 +229,28 @@ class TabFlexRegressor(FineTuneMixin, TabFlexMixin, InContextRegressor):
         if y is None:
             return 1
         try:
-            return max(1, min(int(self.n_bins), int(np.unique(np.asarray(y, dtype=float)).size)))
+            return max(1, min(self._resolve_bins(None), int(np.unique(np.asarray(y, dtype=float)).size)))
         except (TypeError, ValueError):
             return 1
 
-    def _fit_binners(self) -> None:
+    def _resolve_bins(self, head: int | None) -> int:
+        """The bin count of ``n_bins`` for a head of ``head`` classes (None: not known yet)."""
+        if isinstance(self.n_bins, str) and self.n_bins == "auto":
+            if head is None or resolve_fine_tune(self.fine_tune) is None:
+                return AUTO_BINS
+            return max(2, min(AUTO_BINS, head - 1))  # a shifted member has one bin more than n_bins
+        if isinstance(self.n_bins, bool) or not isinstance(self.n_bins, int | np.integer) or self.n_bins < 2:
+            raise TabzooInputError(f"n_bins must be 'auto' or an int >= 2, got {self.n_bins!r}.")
+        return int(self.n_bins)
+
+    def _fit_binners(self, n_bins: int | None = None) -> None:
+        """One :class:`TargetBinner` per bin shift; ``n_bins``: the fitted count (a load), else resolved now."""
+        self.n_bins_ = int(n_bins) if n_bins is not None else self._resolve_bins(self._model_limit("max_classes"))
         cache: dict[float, TargetBinner] = {}
         self.binners_ = []
         for s in self._shifts():
             if s not in cache:
-                cache[s] = TargetBinner(int(self.n_bins), self.binning, shift=s).fit(self.y_context_)  # type: ignore[arg-type]
+                cache[s] = TargetBinner(self.n_bins_, self.binning, shift=s).fit(self.y_context_)  # type: ignore[arg-type]
             self.binners_.append(cache[s])
         self.binner_ = self.binners_[0]
         self.y_bins_ = self.binner_.transform(self.y_context_)
@@ -311,12 +329,14 @@ class TabFlexRegressor(FineTuneMixin, TabFlexMixin, InContextRegressor):
         return self._predict_transformed(self._transform_query(X))
 
     def _extra_state(self) -> dict[str, Any]:
-        return super()._extra_state() | {"tabflex": self._tabflex_state(), "calibration": list(self.calibration_)}
+        return super()._extra_state() | {"tabflex": self._tabflex_state(), "calibration": list(self.calibration_),
+                                         "n_bins": self.n_bins_}
 
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
         self._set_tabflex_state(state["tabflex"])
-        self._fit_binners()  # deterministic from the stored standardised targets and the members
+        # deterministic from the stored standardised targets, the members and the fitted bin count
+        self._fit_binners(state.get("n_bins"))
         a, b = state.get("calibration", (0.0, 1.0))
         self.calibration_ = (float(a), float(b))
 

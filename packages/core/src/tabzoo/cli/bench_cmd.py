@@ -90,8 +90,6 @@ def _new_file(results: Path, name: str) -> Path:
 def _run_scripts(folder: Path, names: list[str], extra: str,
                  timeout: float = 600.0) -> tuple[list[Path], list[dict[str, Any]]]:
     from tabzoo.cli._bench import list_scripts
-    from tabzoo.cli._watchdog import run_process
-    from tabzoo.files import write_text
 
     scripts = {s["name"]: s for s in list_scripts(folder)}
     unknown = [n for n in names if n not in scripts]
@@ -99,33 +97,37 @@ def _run_scripts(folder: Path, names: list[str], extra: str,
         raise TabzooInputError(f"no benchmark named {unknown} in {folder}; there are: {sorted(scripts)}.")
     results = folder / "results"
     results.mkdir(exist_ok=True)
-    written, runs = [], []
-    for name in names:
-        t0 = time.perf_counter()
-        print(f"tabzoo bench: running {scripts[name]['path']} {extra}".rstrip(), file=sys.stderr, flush=True)
-        code, stdout, outcome = run_process([sys.executable, scripts[name]["path"], *shlex.split(extra)], timeout,
-                                            f"benchmark {name}", "tabzoo bench --timeout",
-                                            cwd=folder.resolve().parent)
-        run: dict[str, Any] = {"name": name, "returncode": code,
-                               "seconds": round(time.perf_counter() - t0, 2), "json": None, "error": None}
-        if outcome.error is not None:  # stopped as hung: its partial output is not kept
-            run["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
-            print(f"tabzoo bench: {run['error']}", file=sys.stderr, flush=True)
-        else:
-            try:
-                data = _json_of(stdout)
-            except ValueError as exc:
-                run["error"] = f"{exc} (exit code {code})"
-            else:
-                if code != 0:
-                    run["error"] = f"exit code {code}: {json.dumps(data)[:300]}"
-                else:
-                    path = _new_file(results, name.replace("_", "-"))
-                    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-                    run["json"] = str(path)
-                    written.append(path)
-        runs.append(run)
-    return written, runs
+    runs = [_run_one(folder, name, scripts[name]["path"], extra, timeout) for name in names]
+    return [Path(r["json"]) for r in runs if r["json"] is not None], runs
+
+
+def _run_one(folder: Path, name: str, script: str, extra: str, timeout: float) -> dict[str, Any]:
+    """Run one script; its row for the report. ``json`` is the result file written, ``error`` why none was."""
+    from tabzoo.cli._watchdog import run_process
+    from tabzoo.files import write_text
+
+    t0 = time.perf_counter()
+    print(f"tabzoo bench: running {script} {extra}".rstrip(), file=sys.stderr, flush=True)
+    code, stdout, outcome = run_process([sys.executable, script, *shlex.split(extra)], timeout,
+                                        f"benchmark {name}", "tabzoo bench --timeout", cwd=folder.resolve().parent)
+    run: dict[str, Any] = {"name": name, "returncode": code,
+                           "seconds": round(time.perf_counter() - t0, 2), "json": None, "error": None}
+    if outcome.error is not None:  # stopped as hung: its partial output is not kept
+        run["error"] = f"{type(outcome.error).__name__}: {outcome.error}"
+        print(f"tabzoo bench: {run['error']}", file=sys.stderr, flush=True)
+        return run
+    try:
+        data = _json_of(stdout)
+    except ValueError as exc:
+        run["error"] = f"{exc} (exit code {code})"
+        return run
+    if code != 0:
+        run["error"] = f"exit code {code}: {json.dumps(data)[:300]}"
+        return run
+    path = _new_file(folder / "results", name.replace("_", "-"))
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    run["json"] = str(path)
+    return run
 
 
 def _panels(collected: list[dict[str, Any]], category: str, xlabel: str, log: bool) -> list[dict[str, Any]]:

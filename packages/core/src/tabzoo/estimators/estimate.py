@@ -8,9 +8,12 @@
 * Time: the floating-point work of one forward pass (:func:`forward_flops`: counted by
   ``torch.utils.flop_counter.FlopCounterMode`` on a small probe pass, scaled to the shape), divided
   by the matmul throughput measured on this machine (:func:`matmul_throughput`, float32 matmuls).
+* Calibrated (the default on the CPU): the estimator runs on a small probe of the same width, and
+  fit's memory and time, predict's time and its tensor peak are lines through the probe's points,
+  evaluated at the asked shape (:func:`estimate_in_context`).
 
 Estimates are approximations: the committed comparison with measured peaks
-(``benchmarks/results/estimate-vs-measured.json``) says by how much.
+(``benchmarks/results/estimate-fit-2026-11-27.json``) says by how much.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import torch
 
 from tabzoo.kernels.memory import FLOAT, in_context_bytes
 
-__all__ = ["Estimate", "estimate_in_context", "forward_flops", "matmul_throughput"]
+__all__ = ["Estimate", "context_plan", "estimate_in_context", "forward_flops", "matmul_throughput", "tensor_peak_bytes",
+           "traced_peak_bytes"]
 
 
 #: Peak RSS of a first ``predict`` over its peak of live tensors (TabFlex, CPU): allocator slack,
@@ -112,16 +116,59 @@ def tensor_peak_bytes(fn: Any) -> tuple[float, float]:
     return seconds, peak
 
 
+def traced_peak_bytes(fn: Any) -> tuple[Any, float]:
+    """``(fn(), peak bytes)`` of the Python and numpy allocations of ``fn()`` above those live before it
+    (``tracemalloc``; numpy reports its buffers to it, torch tensors are not counted)."""
+    import tracemalloc
+
+    was = tracemalloc.is_tracing()
+    if not was:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    try:
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if not was:
+            tracemalloc.stop()
+    return result, float(max(0, peak - start))
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _line(big: float, small: float, at_big: float, at_small: float) -> tuple[float, float]:
+    """``(fixed, slope)`` of the line through ``(at_small, small)`` and ``(at_big, big)``; slope >= 0, fixed >= 0."""
+    slope = max(0.0, (big - small) / max(1.0, at_big - at_small))
+    return max(0.0, big - slope * at_big), slope
+
+
 @dataclass(frozen=True)
 class _Probe:
-    """A small run of the estimator itself on this machine: ``fit`` on ``rows`` and ``predict_proba`` of
-    ``query`` rows in one chunk, timed, and a linear model of the predict pass's tensor peak (bytes),
-    ``fixed + per_context * context rows + per_query * query rows``, from three profiled passes."""
+    """A small run of the estimator itself on this machine, two fits and three predict passes:
+
+    * ``fit`` on ``rows`` and on half of them: seconds and the fit's peak of Python/numpy allocations
+      (:func:`traced_peak_bytes`), each a line ``fixed + per row * rows``;
+    * ``predict_proba`` of ``query`` rows in one chunk against ``rows`` and half the rows of context, and of a
+      quarter of the query rows: seconds, a line ``fixed + per context row * context + per query row * query``
+      (context rows are encoded once per pass, query rows read them), and the same line for the pass's tensor
+      peak (bytes, three profiled passes)."""
 
     rows: int
     query: int
     fit_seconds: float
+    fit_fixed_s: float
+    fit_per_row_s: float
+    fit_fixed: float
+    fit_per_row: float
     predict_seconds: float
+    predict_fixed_s: float
+    predict_per_context_s: float
+    predict_per_query_s: float
     predict_peak: float
     fixed: float
     per_context: float
@@ -130,6 +177,15 @@ class _Probe:
     def tensor_peak(self, context: int, query: int) -> float:
         """The modelled tensor peak of one pass over ``context`` + ``query`` rows."""
         return self.fixed + self.per_context * context + self.per_query * query
+
+    def fit_bytes(self, rows: int) -> float:
+        """The modelled peak of Python/numpy allocations of ``fit`` on ``rows`` rows."""
+        return self.fit_fixed + self.fit_per_row * rows
+
+    def predict_time(self, passes: int, context_rows: int, query_rows: int) -> float:
+        """Seconds of ``passes`` context encodings over ``context_rows`` rows in all, read by ``query_rows`` rows."""
+        return passes * self.predict_fixed_s + self.predict_per_context_s * context_rows \
+            + self.predict_per_query_s * query_rows
 
 
 def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
@@ -143,37 +199,90 @@ def _probe(est: Any, rows: int, features: int, query: int) -> _Probe:
     params = {k: v for k, v in est.get_params(deep=False).items()}
     params.update(chunk_size=query, verbose=False)
 
-    def fitted(n: int) -> Any:
-        probe = type(est)(**params).fit(x[:n], y[:n])
+    def fit(n: int) -> Any:
+        return type(est)(**params).fit(x[:n], y[:n])
+
+    def runner(probe: Any) -> Any:
         run = probe.predict_proba if classify else probe.predict
         run(q[:8])  # the first call builds lazy state (member views): out of the timing and the peaks
         return run
 
-    t0 = time.perf_counter()
-    run = fitted(rows)
-    fit_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    run(q)
-    seconds = time.perf_counter() - t0  # timed apart: the profiler slows the pass it watches
+    r_small, q_small = max(2, rows // 2), max(1, query // 4)
+    fit(r_small)  # warm-up: code paths paged in, lazy imports done
+    fit_s = _timed(lambda: fit(rows))
+    fit_s_small = _timed(lambda: fit(r_small))
+    fitted, fit_peak = traced_peak_bytes(lambda: fit(rows))
+    fitted_small, fit_peak_small = traced_peak_bytes(lambda: fit(r_small))
+    run, run_small = runner(fitted), runner(fitted_small)
+    seconds = _timed(lambda: run(q))  # timed apart: the profiler slows the pass it watches
+    t_few_queries = _timed(lambda: run(q[:q_small]))
+    t_small_context = _timed(lambda: run_small(q))
     peak = tensor_peak_bytes(lambda: run(q))[1]
     # two more points: a quarter of the query rows, then half the context rows
-    q_small, r_small = max(1, query // 4), max(2, rows // 2)
     per_query = max(0.0, (peak - tensor_peak_bytes(lambda: run(q[:q_small]))[1]) / max(1, query - q_small))
-    run_small = fitted(r_small)
+    per_query_s = max(0.0, (seconds - t_few_queries) / max(1, query - q_small))
     per_context = max(0.0, (peak - tensor_peak_bytes(lambda: run_small(q))[1]) / max(1, rows - r_small))
     fixed = max(0.0, peak - per_query * query - per_context * rows)
-    return _Probe(rows, query, fit_s, seconds, peak, fixed, per_context, per_query)
+    # a context row does a query row's work and adds to the state: never cheaper (the small probe's
+    # difference of two short passes is noisy)
+    per_context_s = max(per_query_s, (seconds - t_small_context) / max(1, rows - r_small))
+    fixed_s = max(0.0, seconds - per_query_s * query - per_context_s * rows)
+    fit_fixed_s, fit_per_row_s = _line(fit_s, fit_s_small, rows, r_small)
+    fit_fixed, fit_per_row = _line(fit_peak, fit_peak_small, rows, r_small)
+    return _Probe(rows, query, fit_s, fit_fixed_s, fit_per_row_s, fit_fixed, fit_per_row, seconds, fixed_s,
+                  per_context_s, per_query_s, peak, fixed, per_context, per_query)
+
+
+def local_fit_seconds(est: Any, rows: int, features: int, probe_rows: int = 512, probe_k: int = 8) -> float:
+    """Seconds ``fit`` spends clustering ``rows`` rows into local contexts (0 for a global context):
+    :func:`tabzoo.estimators.local.fit_local_contexts` timed on ``probe_rows`` random rows in ``probe_k``
+    clusters, scaled by rows x clusters (k-means and the per-centre row order are both ~linear in each)."""
+    import numpy as np
+
+    from tabzoo.estimators.local import fit_local_contexts
+
+    encodings, _, _ = context_plan(est, rows)
+    if encodings == 1:
+        return 0.0
+    k = math.ceil(rows / int(getattr(est, "local_size", 2048)))
+    n = min(rows, probe_rows)
+    x = np.random.default_rng(0).normal(size=(n, features))
+    seconds = _timed(lambda: fit_local_contexts(x, max(1, n // probe_k), seed=0))
+    return seconds * (rows * k) / (n * probe_k)
+
+
+def context_plan(est: Any, rows: int) -> tuple[int, int, int]:
+    """``(context encodings, context rows encoded in all, query passes)`` of one ``predict`` after ``fit`` on
+    ``rows`` rows, from the estimator's context strategy (:mod:`tabzoo.estimators.local`): the global context
+    is one encoding of ``rows`` read once by every query row; local contexts are ``ceil(rows / local_size)``
+    encodings of ``1.5 * local_size`` rows each, every query row reading one of them; ``"local+global"`` does
+    both (queries read twice). ``"select"`` chooses on a validation split: counted as ``"local+global"``."""
+    from tabzoo.estimators.ensemble import AUTO_LOCAL_ROWS
+
+    strategy = str(getattr(est, "context_strategy", "global"))
+    size = int(getattr(est, "local_size", 2048))
+    if strategy == "auto":
+        strategy = "local+global" if rows > AUTO_LOCAL_ROWS else "global"
+    if strategy == "global" or rows <= size:
+        return 1, rows, 1
+    k = math.ceil(rows / size)
+    local = k * min(rows, round(1.5 * size))
+    if strategy == "local":
+        return k, local, 1
+    return k + 1, local + rows, 2
 
 
 def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int | None = None,
                         device: str = "cpu", throughput: float | None = None, calibrate: bool = True) -> Estimate:
     """Estimate ``fit`` on ``rows x features`` and ``predict`` of ``predict_rows`` (default ``rows``) rows.
 
-    With ``calibrate`` (CPU), the estimator itself runs once on a small probe of the same width (at most
-    512 training rows, one chunk of at most 1,024 query rows): time scales with the counted work
-    (:func:`forward_flops`) and the training rows; memory is the probe's linear model of one pass's tensor
-    peak in context and query-chunk rows (three profiled passes: the probe, a quarter of its query rows,
-    half its context rows) at the asked shape, times :data:`NON_TENSOR`, plus the tables. Without it
+    With ``calibrate`` (CPU), the estimator itself runs on a small probe of the same width (at most 512
+    training rows, one chunk of at most 1,024 query rows; :class:`_Probe`): fit memory and time are the
+    probe's lines in the training rows (two fits); predict time is its line in context rows encoded and query
+    rows read, over the passes :func:`context_plan` counts for the estimator's context strategy (local
+    contexts above 8,192 rows encode more rows and read the queries twice); predict memory is the probe's
+    linear model of one pass's tensor peak in context and query-chunk rows (three profiled passes) at the
+    asked shape, times :data:`NON_TENSOR`, plus the tables. Without it
     (or on another device): the work divided by the measured matmul throughput, memory from
     :func:`tabzoo.kernels.memory.in_context_bytes` (the bound the estimators check before allocating).
 
@@ -203,18 +312,24 @@ def estimate_in_context(est: Any, rows: int, features: int, *, predict_rows: int
     detail = (f"{members} members x ({rows} context + {min(chunk, n_pred)} query) rows x {width} features per pass, "
               f"{chunks} chunk(s) of {chunk}")
     if calibrate and torch.device(device).type == "cpu":
+        q_chunk = min(chunk, max(n_pred, 1))
         pr = _probe(est, min(rows, 512), features, min(n_pred, chunk, 1024))
-        probe_flops = forward_flops(model, members, pr.rows, pr.query, width)
-        scale = flops / probe_flops if probe_flops > 0 else (rows + n_pred) / (pr.rows + pr.query)
+        encodings, encoded, query_passes = context_plan(est, rows)
         # the probe's linear model of the tensor peak at one chunk, times what tensors do not count
-        chunk_bytes = NON_TENSOR * pr.tensor_peak(rows, min(chunk, max(n_pred, 1)))
+        chunk_bytes = NON_TENSOR * pr.tensor_peak(rows, q_chunk)
         return Estimate(
-            fit_bytes=params + context + (chunk_bytes if fit_mode_cache else 0.0),
+            # above a process that has fitted once (as after the probe): each fit builds its model again in the
+            # memory the previous one freed, so the parameters (torch, not traced) are not added; a process's
+            # first fit adds them once (params bytes) besides the libraries it pages in
+            fit_bytes=pr.fit_bytes(rows) + (chunk_bytes if fit_mode_cache else 0.0),
             predict_bytes=chunk_bytes + tables,
-            fit_seconds=load_s + pr.fit_seconds * rows / pr.rows,
-            predict_seconds=pr.predict_seconds * scale,
+            fit_seconds=pr.fit_fixed_s + pr.fit_per_row_s * rows + local_fit_seconds(est, rows, features)
+            + (pr.predict_time(encodings, encoded, 0) if fit_mode_cache else 0.0),
+            predict_seconds=pr.predict_time(encodings + chunks - 1, 0 if fit_mode_cache else encoded,
+                                            query_passes * n_pred),
             flops=flops, throughput=speed,
-            detail=f"{detail}; calibrated on a probe run of {pr.rows} + {pr.query} rows",
+            detail=f"{detail}; {encodings} context encoding(s) of {encoded} rows in all, queries read "
+                   f"{query_passes}x; calibrated on a probe run of {pr.rows} + {pr.query} rows",
         )
     return Estimate(
         fit_bytes=params + context + (pass_bytes if fit_mode_cache else 0.0),

@@ -156,13 +156,19 @@ def attention_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Mask
 def _flex_available() -> bool:
     """Whether this torch ships flex_attention, found WITHOUT importing it: the import costs ~6 s
     of CPU (it pulls in torch.fx's symbolic shapes) and every dispatch asks, also on CPU where flex
-    is refused unless forced (:func:`_flex_reasons`); the backend imports it when it runs."""
-    from importlib.util import find_spec
+    is refused unless forced (:func:`_flex_reasons`); the backend imports it when it runs. Asked
+    once per process: the file-system search cost ~1 ms of host time per dispatch."""
+    if not _FLEX_FOUND:
+        from importlib.util import find_spec
 
-    try:
-        return find_spec("torch.nn.attention.flex_attention") is not None
-    except (ImportError, ValueError):
-        return False
+        try:
+            _FLEX_FOUND.append(find_spec("torch.nn.attention.flex_attention") is not None)
+        except (ImportError, ValueError):
+            _FLEX_FOUND.append(False)
+    return _FLEX_FOUND[0]
+
+
+_FLEX_FOUND: list[bool] = []  # the answer of _flex_available, once asked (torch does not change in a process)
 
 
 _FLEX_COMPILED: Any = None
@@ -229,6 +235,12 @@ def _flex_reasons(inputs: Mapping[str, Any]) -> list[str]:
         dh = q.shape[-1]
         if dh < 16 or dh & (dh - 1):
             reasons.append(f"head dim {dh} must be a power of two >= 16 for compiled flex_attention")
+        if isinstance(inputs["mask"], torch.Tensor) and q.shape[2] <= FLEX_BLOCK and forced_backend() != "flex":
+            reasons.append(
+                f"a bool tensor mask over {q.shape[2]} <= {FLEX_BLOCK} queries (one block row): its BlockMask would be "
+                "rebuilt on every call (and flex recompiled per shape) to skip at most some key blocks; sdpa runs it "
+                "(force flex with use('flex') to run it anyway)"
+            )
     return reasons
 
 

@@ -56,7 +56,7 @@ class LazyCases(dict[str, Any]):
                 continue
             built = self._build(entry)
             if built is None:
-                super().__delitem__(key)
+                super().pop(key, None)  # the build may have withdrawn it (a plugin that patches the core)
             else:
                 super().__setitem__(key, built)
 

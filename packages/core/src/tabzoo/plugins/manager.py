@@ -166,19 +166,23 @@ class PluginRegistry:
                 return
             self.add_plugin(module, record)
         finally:
-            self._check_patches(ep, record, before)
+            self._check_patches(record, before)
 
-    def _check_patches(self, ep: metadata.EntryPoint, record: PluginRecord, before: patches.Snapshot) -> None:
-        """A plugin that replaced core callables while loading fails: the originals are put back,
-        its registrations are withdrawn, and it is listed as ``patches core: <names>``."""
-        found = patches.changes(before, patches.snapshot(), ep.value.split(":")[0].split(".")[0].strip())
+    def _check_patches(self, record: PluginRecord, before: patches.Snapshot, case: str | None = None) -> bool:
+        """A plugin that replaced core callables while loading (or while building its lazy case
+        ``case``) fails: the originals are put back, its registrations are withdrawn, and it is
+        listed as ``patches core: <names>``. ``True`` when it did."""
+        found = patches.changes(before, patches.snapshot(), record.module.split(":")[0].split(".")[0].strip())
         if not found:
-            return
+            return False
         patches.restore(found)
         self._withdraw(record)
-        self._fail(record, PluginFailure("patch", f"{PATCH_ERROR}: patches core: {patches.describe_changes(found)}; tabzoo does not "
-                                                  "load it (a plugin adds models through its hooks and must not "
-                                                  "change tabzoo itself)"), None)
+        where = f" (while building its conformance case {case!r})" if case is not None else ""
+        self._fail(record, PluginFailure(
+            "patch", f"{PATCH_ERROR}: patches core{where}: {patches.describe_changes(found)}; tabzoo does not "
+                     "load it (a plugin adds models through its hooks and must not change tabzoo itself)",
+            kind=None if case is None else "conformance_cases", name=case), None)
+        return True
 
     def _withdraw(self, record: PluginRecord) -> None:
         """Remove everything ``record`` registered and unregister it from pluggy."""
@@ -312,8 +316,16 @@ class PluginRegistry:
         return case
 
     def _realize_case(self, entry: _Entry) -> _Entry | None:
-        """Build a lazy case factory (:mod:`tabzoo.plugins.lazy_cases`); ``None`` when it failed."""
-        case = self._build_case(entry.obj, entry.record)
+        """Build a lazy case factory (:mod:`tabzoo.plugins.lazy_cases`); ``None`` when it failed.
+
+        The build runs under the same core-patching check as the plugin's load: a case module that
+        patches the core at import fails the whole plugin (core put back, registrations withdrawn)."""
+        before = patches.snapshot()
+        try:
+            case = self._build_case(entry.obj, entry.record)
+        finally:
+            if self._check_patches(entry.record, before, case=entry.obj.name):
+                case = None
         if case is None:
             names = entry.record.provides.get("conformance_cases", [])
             if entry.obj.name in names:

@@ -120,7 +120,9 @@ class ConformanceCase:
         (:func:`tabzoo.testing.checks.misc.default_bad_inputs`), never in their place.
     :param kernel_ops: ops whose backends the kernel-equivalence check compares (``None`` = all).
     :param kernel_inputs: extra input generators ``op -> fn(seed, dtype, device) -> dict``.
-    :param make_database: relational only: ``make_database(seed) -> (db, seeds)``.
+    :param make_database: relational only: ``make_database(seed) -> (db, seeds)``; with a
+        ``scale`` keyword (``make_database(seed, scale=k)``: every table ``k`` times its rows) the
+        kit also searches database sizes (issue 23 item 2), else it checks this size only.
     :param target: relational only: ``(table, column)`` the model predicts.
     :param horizon: relational only: a label at time ``t`` is available from ``t + horizon``.
     :param column_horizons: relational only: ``{column of the target's table: seconds}``, the

@@ -81,6 +81,8 @@ class FitConfig:
     :param max_steps: optimiser steps; ``None`` = until ``max_epochs``.
     :param max_epochs: passes over :meth:`FitTask.batches`; ``None`` = until ``max_steps``.
     :param optimizer: one of :data:`tabzoo.train.optim.OPTIMIZERS`.
+    :param fused: Adam/AdamW through torch's fused kernel (faster; rounds differently from the
+        default multi-tensor update, see :func:`tabzoo.train.optim.build_optimizer`).
     :param lookahead_k: wrap the optimiser in Lookahead with this period (0 = no Lookahead).
     :param schedule: ``"constant"`` or ``"flat_cosine"`` (flat for ``flat_fraction`` of
         ``max_steps``, then a cosine to 0; needs ``max_steps``).
@@ -97,6 +99,7 @@ class FitConfig:
     max_steps: int | None = None
     max_epochs: int | None = None
     optimizer: str = "adam"
+    fused: bool = False
     lr: float = 1e-3
     weight_decay: float = 0.0
     lookahead_k: int = 0
@@ -249,7 +252,7 @@ class _Fit:
                  checkpoint: Callable[[FitState], None] | None) -> None:
         self.model, self.task, self.cfg, self.validate, self.checkpoint = model, task, cfg, validate, checkpoint
         self.opt = build_optimizer(model.parameters(), cfg.optimizer, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                   lookahead_k=cfg.lookahead_k, lookahead_alpha=cfg.lookahead_alpha)
+                                   lookahead_k=cfg.lookahead_k, lookahead_alpha=cfg.lookahead_alpha, fused=cfg.fused)
         self.sched = build_schedule(self.opt, cfg.schedule, total_steps=cfg.max_steps, flat_fraction=cfg.flat_fraction)
         self.result = FitResult()
         self.best_state: dict[str, Any] | None = None

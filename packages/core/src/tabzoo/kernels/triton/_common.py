@@ -17,11 +17,21 @@ MAX_HEAD_DIM = 256
 
 
 def triton_installed() -> bool:
-    """Whether the ``triton`` package can be imported (the ``tabzoo-core[triton]`` extra)."""
+    """Whether the ``triton`` package can be imported (the ``tabzoo-core[triton]`` extra). A found
+    package is remembered (every dispatch asks; the file-system search cost ~1 ms of host time
+    each); a missing one is searched again, so installing it into a running process is seen."""
+    if _TRITON_FOUND:
+        return True
     try:
-        return importlib.util.find_spec("triton") is not None
+        found = importlib.util.find_spec("triton") is not None
     except (ImportError, ValueError):
         return False
+    if found:
+        _TRITON_FOUND.append(True)
+    return found
+
+
+_TRITON_FOUND: list[bool] = []
 
 
 def interpreting() -> bool:

@@ -5,6 +5,12 @@ The case's forward is ``forward(model, db, seeds) -> [n_seeds, ...]`` where ``se
 Without ``case.make_database`` the kit generates a small two-table database (:func:`toy_database`):
 ``users(user_id, age, country)`` and ``events(event_id, user_id -> users, time, amount, label,
 delayed, channel, note)`` (``delayed = label > 0.5`` is derived from the target).
+
+Size search (issue 23 item 2): besides the small phase at the database's own size, a large phase
+grows the database ``db_scale`` times (the largest scale of the profile first, a failure shrunk to
+the smallest failing scale): the toy database has ``5 * scale`` users and ``24 * scale`` events,
+and a case's ``make_database(seed, scale=1)`` is searched when it takes ``scale``. A model that
+takes another path above some table size is exercised there.
 """
 
 from __future__ import annotations
@@ -53,8 +59,16 @@ def toy_database(seed: int, n_users: int = 5, n_events: int = 24) -> tuple[Any, 
     return db, [("events", int(events.column("event_id")[i]), times[i]) for i in picks]
 
 
-def database_for(case: ConformanceCase, seed: int) -> tuple[Any, list[Seed]]:
-    return case.make_database(seed) if case.make_database is not None else toy_database(seed)
+def database_for(case: ConformanceCase, seed: int, scale: int = 1) -> tuple[Any, list[Seed]]:
+    """The case's database (or the toy one) for ``seed``, ``scale`` times its size."""
+    if case.make_database is None:
+        return toy_database(seed, n_users=5 * scale, n_events=24 * scale)
+    return case.make_database(seed, scale=scale) if scale != 1 else case.make_database(seed)  # type: ignore[call-arg]
+
+
+def spec_database(case: ConformanceCase, spec: dict[str, Any]) -> tuple[Any, list[Seed]]:
+    """The database of an example spec (its ``sizes["db_scale"]``, 1 when absent)."""
+    return database_for(case, int(spec["database_seed"]), int(spec.get("sizes", {}).get("db_scale", 1)))
 
 
 def _call(case: ConformanceCase, model: Any, db: Any, seeds: list[Seed]) -> Any:
@@ -65,20 +79,31 @@ def _call(case: ConformanceCase, model: Any, db: Any, seeds: list[Seed]) -> Any:
 def _strategy(case: ConformanceCase, phase: str) -> Any:
     import hypothesis.strategies as st
 
-    return st.integers(0, 10**6).map(lambda s: {"database_seed": s, "data_seed": s})
+    from tabzoo.testing.checks.sizes import bounds
+
+    seeds = st.integers(0, 10**6)
+    if phase != "large":
+        return seeds.map(lambda s: {"database_seed": s, "data_seed": s})
+    return st.tuples(seeds, st.integers(*bounds(case)["db_scale"])).map(
+        lambda t: {"database_seed": t[0], "data_seed": t[0], "sizes": {"db_scale": t[1]}})
 
 
 def _control(case: ConformanceCase, spec: dict[str, Any]) -> tuple[float, float]:
     """Two identical calls on fresh models."""
-    db, seeds = database_for(case, spec["database_seed"])
+    db, seeds = spec_database(case, spec)
     a = _call(case, case.build(spec["model_seed"]), db, seeds)
     return discrepancy(_call(case, case.build(spec["model_seed"]), db, seeds), a, case)
 
 
 def _run(case: ConformanceCase, check: str, example: Any, seed: int, max_examples: int, replay: Any,
          what: str) -> CheckResult:
+    """The examples of one relational check: the small phase, then (when the database can grow)
+    the large phase with the largest scale first."""
+    from tabzoo.testing.checks.sizes import scales_database
+
+    phases = ("small", "large") if scales_database(case) else ("small",)
     return run_examples(case, check, example, seed=seed, max_examples=max(1, min(max_examples, 5)), replay=replay,
-                        strategy=_strategy, phases=("small",), control=_control, explicit_large=False, what=what)
+                        strategy=_strategy, phases=phases, control=_control, what=what)
 
 
 def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: int = 10,
@@ -98,7 +123,7 @@ def check_time_causality(case: ConformanceCase, *, seed: int = 0, max_examples: 
     horizons = column_horizons(case)
 
     def example(spec: dict[str, Any]) -> Outcome:
-        db, seeds = database_for(case, spec["database_seed"])
+        db, seeds = spec_database(case, spec)
         s = spec["database_seed"] + 1
         singles = [_call(case, case.build(spec["model_seed"]), db, [row]) for row in seeds]
         if len(seeds) > 1:
@@ -157,7 +182,7 @@ def check_input_order_invariance(case: ConformanceCase, *, seed: int = 0, max_ex
         return skipped(check, case, "needs the 'relational' protocol and a model")
 
     def example(spec: dict[str, Any]) -> Outcome:
-        db, seeds = database_for(case, spec["database_seed"])
+        db, seeds = spec_database(case, spec)
         rng = np.random.default_rng(spec["database_seed"] + 1)
         perms = {name: rng.permutation(t.n_rows) for name, t in db.tables.items()}
         if isinstance(spec.get("permutation"), dict):

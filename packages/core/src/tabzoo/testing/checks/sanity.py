@@ -97,10 +97,10 @@ def check_finite_outputs(case: ConformanceCase, *, seed: int = 0, max_examples: 
 
 def _relational_finite(case: ConformanceCase, seed: int, max_examples: int,
                        replay: dict[str, Any] | None) -> CheckResult:
-    from tabzoo.testing.checks.relational import _call, _run, database_for
+    from tabzoo.testing.checks.relational import _call, _run, spec_database
 
     def example(spec: dict[str, Any]) -> Outcome:
-        db, seeds = database_for(case, spec["database_seed"])
+        db, seeds = spec_database(case, spec)
         amount, what = insanity(case, _call(case, case.build(spec["model_seed"]), db, seeds))
         return Outcome(amount, 0.0, {}, note=what)
 

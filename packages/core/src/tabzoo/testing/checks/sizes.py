@@ -12,9 +12,13 @@ task). Two phases per check:
   example always runs once first; a failure there is shrunk axis by axis by bisection to the
   smallest failing size (hypothesis shrinks its own draws towards the lower bounds).
 
+The relational protocol searches one axis, ``db_scale``: the database grown that many times (see
+:mod:`tabzoo.testing.checks.relational`).
+
 Profiles (``$TABZOO_CONFORMANCE_PROFILE``): ``default`` keeps CI fast (contexts to 512 rows,
-16 features, 12 classes, 4 tasks); ``thorough`` (``tabzoo conformance --thorough``, the nox
-``thorough`` session) reaches 4,096 rows, 64 features, 16 classes and 4 tasks with 5x examples.
+16 features, 12 classes, 4 tasks, databases 8x); ``thorough`` (``tabzoo conformance --thorough``,
+the nox ``thorough`` session) reaches 4,096 rows, 64 features, 16 classes, 4 tasks and databases
+171x (the toy database's 24 events -> 4,104) with 5x examples.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ LARGE: dict[str, int] = {"batch": 4, "n_context": 512, "n_query": 64}
 LARGE_MIN: dict[str, int] = {"batch": 1, "n_context": 64, "n_query": 16}
 PROFILE_ENV = "TABZOO_CONFORMANCE_PROFILE"
 PROFILES: dict[str, dict[str, int]] = {
-    "default": {**LARGE, "examples": 1, "n_features": 16, "n_classes": 12, "n_tasks": 4},
+    "default": {**LARGE, "examples": 1, "n_features": 16, "n_classes": 12, "n_tasks": 4, "db_scale": 8},
     "thorough": {"batch": 2, "n_context": 4096, "n_query": 256, "examples": 5, "n_features": 64, "n_classes": 16,
-                 "n_tasks": 4},
+                 "n_tasks": 4, "db_scale": 171},
 }
 """Search budgets: the large phase's largest sizes, the caps of the searched axes, and a multiplier
 of every phase's examples."""
@@ -56,9 +60,26 @@ def claims_missing(case: ConformanceCase) -> bool:
     return cap.MISSING_VALUES in case.capabilities
 
 
+def scales_database(case: ConformanceCase) -> bool:
+    """A relational case whose database the kit can grow: the toy database, or a
+    ``make_database`` that takes ``scale``."""
+    import inspect
+
+    if case.protocol != "relational":
+        return False
+    if case.make_database is None:
+        return True
+    try:
+        return "scale" in inspect.signature(case.make_database).parameters
+    except (TypeError, ValueError):  # a callable without a signature: not searched
+        return False
+
+
 def bounds(case: ConformanceCase) -> dict[str, tuple[int, int]]:
     """``axis -> (low, high)`` of the searched axes in the large phase (``high == low``: fixed)."""
     top = profile()
+    if case.protocol == "relational":
+        return {"db_scale": (1, top["db_scale"] if scales_database(case) else 1)}
     f_hi = min(case.max_features, top["n_features"]) if case.max_features else case.n_features
     out = {"n_features": (1 if f_hi > case.n_features else case.n_features, max(f_hi, case.n_features))}
     if case.n_classes and case.max_classes:
@@ -118,6 +139,8 @@ def spec_strategy(case: ConformanceCase, phase: str) -> Any:
 def largest_spec(case: ConformanceCase, seed: int) -> dict[str, Any]:
     """The large phase's biggest example: every size at its maximum, with ties and duplicates."""
     top, axes = profile(), bounds(case)
+    if case.protocol == "relational":
+        return {"database_seed": seed, "data_seed": seed, "sizes": {"db_scale": axes["db_scale"][1]}}
     sizes: dict[str, Any] = {"batch": top["batch"], "n_context": top["n_context"], "n_query": top["n_query"],
                              "n_features": axes["n_features"][1]}
     if "n_classes" in axes:
@@ -160,7 +183,7 @@ def shrink_spec(case: ConformanceCase, spec: dict[str, Any], fails: Callable[[di
     progress = True
     while progress and budget > 0:
         progress = False
-        for key in ("n_features", "n_classes", "tasks", "batch", "n_query", "n_context"):
+        for key in ("n_features", "n_classes", "tasks", "batch", "n_query", "n_context", "db_scale"):
             sizes = spec["sizes"]
             if key not in sizes:
                 continue
