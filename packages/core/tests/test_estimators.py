@@ -75,6 +75,20 @@ def test_encode_then_standardize_is_transform_and_can_keep_missing() -> None:
         pre.encode(df.assign(n=[1.0, np.inf, 3.0, 4.0]))
 
 
+def test_standard_scaling_is_a_parameter_of_the_one_preprocessor() -> None:
+    df = pd.DataFrame({"n": [1.0, np.nan, 3.0, 50.0], "c": ["u", "v", None, "u"]})
+    pre = TabularPreprocessor(clip=10.0, scaling="standard").fit(df)
+    x = np.array([1.0, 3.0, 50.0])  # missing values left out of the mean and standard deviation
+    assert (pre.center[0], pre.scale[0]) == pytest.approx((x.mean(), x.std()))
+    assert pre.center[1] == TabularPreprocessor().fit(df).center[1]  # categorical codes stay robust
+    again = TabularPreprocessor.from_state_dict(pre.state_dict())
+    assert again.scaling == "standard"
+    np.testing.assert_array_equal(again.transform(df), pre.transform(df))
+    assert "scaling" not in TabularPreprocessor().fit(df).state_dict()  # robust states as before
+    with pytest.raises(TabzooInputError, match="'robust' or 'standard'"):
+        TabularPreprocessor(scaling="minmax")
+
+
 def test_preprocessor_state_roundtrip() -> None:
     df = pd.DataFrame({"a": ["u", "v", "w"], "b": [1.5, np.nan, 3.0], "c": [True, False, True]})
     pre = TabularPreprocessor().fit(df)

@@ -10,9 +10,9 @@ pytest.importorskip("sklearn", reason="the demo needs the sklearn extra")
 
 
 def test_run_demo_contract() -> None:
-    from tabzoo_multitab.demo import run_demo
+    from tabzoo.cli._demo import run_plugin_demo
 
-    rows = run_demo(seed=0, quick=True)
+    rows = run_plugin_demo("multitab", "tabzoo_multitab.demo:run_demo")  # as `tabzoo demo` finds and checks it
     keys = {"dataset", "task", "model", "metric", "value", "fit_predict_s"}
     assert rows and all(set(r) == keys for r in rows)
     models = {r["model"] for r in rows}

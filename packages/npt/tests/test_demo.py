@@ -9,9 +9,9 @@ pytest.importorskip("sklearn", reason="the demo needs scikit-learn (tabzoo-npt[s
 
 @pytest.mark.slow
 def test_run_demo_rows() -> None:
-    from tabzoo_npt.demo import run_demo
+    from tabzoo.cli._demo import run_plugin_demo
 
-    rows = run_demo(seed=0, quick=True)
+    rows = run_plugin_demo("npt", "tabzoo_npt.demo:run_demo")  # as `tabzoo demo` finds and checks it
     keys = {"dataset", "task", "model", "metric", "value", "fit_predict_s"}
     assert all(set(r) == keys for r in rows)
     assert {(r["task"], r["model"]) for r in rows} >= {("regression", "npt"), ("regression", "ridge"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from tabzoo.testing import check_conformance, parametrize_with_checks
+from tabzoo.testing.fixtures import assert_checkpoint_round_trip
 from tabzoo_orion_msp.conformance import make_case, make_paper_case
 
 
@@ -41,16 +42,8 @@ def test_plugin_registers_the_architecture_and_case() -> None:
     assert "orion-msp" in names and "orion-msp-paper-mask" not in names
 
 
-def test_checkpoint_config_round_trip(tmp_path) -> None:
-    from tabzoo.checkpoint import load_model, save_checkpoint
-
-    model = make_case().build(3)
-    save_checkpoint(tmp_path / "m", model, architecture="orion-msp", config=model.config)
-    again = load_model(tmp_path / "m")
-    x = torch.randn(1, 10, 4)
-    y = torch.tensor([[0.0, 1, 2, 0, 1, 2]])
-    with torch.no_grad():
-        torch.testing.assert_close(again(x, y), model(x, y))
+def test_checkpoint_config_round_trip(tmp_path) -> None:  # load_model(stem) rebuilds it through the registry
+    assert_checkpoint_round_trip(make_case(), tmp_path, torch.randn(1, 10, 4), torch.tensor([[0.0, 1, 2, 0, 1, 2]]))
 
 
 def test_a_fresh_process_finds_the_registered_case_by_name_and_plugin_without_factory() -> None:

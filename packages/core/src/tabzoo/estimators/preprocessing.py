@@ -17,7 +17,8 @@ applies the stored statistics to any rows. What happens per column type:
 Then every column, whatever its type, is robustly normalised with the training median and the
 interquartile range (``IQR / 1.349``, the standard deviation of a normal; the standard deviation
 when the IQR is 0; 1 when the column is constant, which includes a spread below ``1e-12`` of
-the column's largest magnitude or below ``1e-300``, e.g. columns of subnormal numbers). A column
+the column's largest magnitude or below ``1e-300``, e.g. columns of subnormal numbers;
+``scaling="standard"``: numeric columns by their mean and standard deviation instead). A column
 whose values exceed ``1e300`` is first divided by a power of two, so values up to the float64 limit
 (``1.8e308``) are normalised without overflow; the result does not depend on a column's scale.
 Then outliers are soft-clipped: values within
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from tabzoo.errors import InputTypeError, TabzooInputError
+from tabzoo.estimators.scaling import finite_mean_std
 
 NUMERIC, BOOLEAN, CATEGORICAL = "numeric", "boolean", "categorical"
 MISSING_CODE = -1.0
@@ -178,11 +180,17 @@ class _Column:
 class TabularPreprocessor:
     """Turn a table (numpy array or pandas DataFrame) into a finite ``float32`` matrix.
 
-    :param clip: soft-clipping threshold in robust standard deviations.
+    :param clip: soft-clipping threshold in (robust) standard deviations.
+    :param scaling: ``"robust"`` (median and IQR, the default) or ``"standard"``: numeric columns
+        centred on their mean and divided by their standard deviation (missing values left out),
+        for models trained on z-scores (MultiTab); other columns stay robust.
     """
 
-    def __init__(self, clip: float = 4.0) -> None:
+    def __init__(self, clip: float = 4.0, scaling: str = "robust") -> None:
+        if scaling not in ("robust", "standard"):
+            raise TabzooInputError(f"scaling={scaling!r}: use 'robust' or 'standard'.")
         self.clip = float(clip)
+        self.scaling = scaling
         self.columns: list[_Column] = []
         self.fill = np.zeros(0)
         self.center = np.zeros(0)
@@ -303,6 +311,8 @@ class TabularPreprocessor:
                 scale = float(np.std(col)) if col.size else 0.0
             self.center[j] = med
             self.scale[j] = scale if scale > floor else 1.0
+            if self.scaling == "standard" and spec.kind == NUMERIC:
+                self.center[j], self.scale[j] = finite_mean_std(enc[:, j])
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -360,6 +370,7 @@ class TabularPreprocessor:
         """JSON/array state for :func:`tabzoo.checkpoint.save_state` (no pickle)."""
         return {
             "clip": self.clip,
+            **({"scaling": self.scaling} if self.scaling != "robust" else {}),  # robust states stay as before
             "kinds": [c.kind for c in self.columns],
             "categories": [[_json_value(v) for v in c.categories] for c in self.columns],
             "fill": self.fill.astype(np.float64),
@@ -370,7 +381,7 @@ class TabularPreprocessor:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> TabularPreprocessor:
-        pre = cls(clip=float(state["clip"]))
+        pre = cls(clip=float(state["clip"]), scaling=str(state.get("scaling", "robust")))
         pre.columns = [
             _Column(kind, tuple(_from_json_value(v) for v in cats))
             for kind, cats in zip(state["kinds"], state["categories"], strict=True)

@@ -16,7 +16,8 @@ imports the ones it wants and they apply to its folder::
 * :func:`no_network`: a test that opens a socket fails (``@pytest.mark.usefixtures("no_network")``);
 * :func:`blobs`: the small Gaussian-blob classification table the estimator tests share;
 * :func:`mixed_frame`: a small pandas table with a categorical column and a missing value;
-* :func:`spy_backend`: counts the calls of one kernel backend of the op registry.
+* :func:`spy_backend`: counts the calls of one kernel backend of the op registry;
+* :func:`assert_checkpoint_round_trip`: a case's model saved and loaded by its architecture name alone.
 
 Imports pytest, so only conftests and tests import it; torch loads when a fixture first runs.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ import pytest
 
 from tabzoo.testing.profiles import pin_auto_precision_to_fp32, relax_rounding_xfails
 
-__all__ = ["auto_precision_is_fp32", "blobs", "mixed_frame", "no_network", "one_torch_thread", "pytest_collection_modifyitems",
+__all__ = ["assert_checkpoint_round_trip", "auto_precision_is_fp32", "blobs", "mixed_frame", "no_network", "one_torch_thread", "pytest_collection_modifyitems",
            "spy_backend"]
 
 
@@ -120,3 +122,25 @@ def spy_backend(op: str, name: str) -> Iterator[list[int]]:
         yield calls
     finally:
         _BACKENDS[op][name] = original
+
+
+def assert_checkpoint_round_trip(case: Any, directory: Any, *inputs: Any, seed: int = 3) -> None:
+    """The model of conformance case ``case`` (built with ``seed``), saved with its config through
+    :func:`tabzoo.checkpoint.save_checkpoint` into ``directory`` and loaded back by
+    :func:`tabzoo.checkpoint.load_model` with no ``build`` (the registered architecture rebuilds it
+    from the saved config), gives the same outputs on ``inputs`` (``model(*inputs)``).
+
+    The kit's ``checkpoint_roundtrip`` check builds the loaded model itself; this is the path of a
+    user's ``load_model(stem)``, through the plugin registry.
+    """
+    import torch
+
+    from tabzoo.checkpoint import load_model, save_checkpoint
+
+    model = case.build(seed)
+    stem = Path(directory) / case.name
+    save_checkpoint(stem, model, architecture=case.architecture or case.name, config=model.config)
+    again = load_model(stem)
+    assert type(again) is type(model), f"load_model built a {type(again).__name__}, saved a {type(model).__name__}"
+    with torch.no_grad():
+        torch.testing.assert_close(again(*inputs), model(*inputs))
