@@ -10,13 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tabzoo.errors import TabzooInputError
 from tabzoo.estimators.preprocessing import (
     BOOLEAN,
     CATEGORICAL,
     MISSING_CODE,
     TabularPreprocessor,
-    soft_clip,
 )
 
 __all__ = ["TableEncoder", "inverse_soft_clip"]
@@ -52,29 +50,24 @@ class TableEncoder:
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        cols, names, _ = self.pre._raw_columns(X)
-        if len(cols) != len(self.pre.columns):
-            raise TabzooInputError(
-                f"X has {len(cols)} columns but the model was fitted on {len(self.pre.columns)}; pass the same columns."
-            )
-        enc = self.pre._encode(cols, names)
-        out = np.empty(enc.shape, dtype=np.float64)
-        for j, card in enumerate(self.cardinalities):
-            col = enc[:, j]
-            if card:
-                out[:, j] = np.where(col == MISSING_CODE, np.nan, col)
-            else:
-                if np.isinf(col).any():
-                    raise TabzooInputError(
-                        f"column {names[j]!r} contains infinity; replace inf by NaN (missing) or a finite value."
-                    )
-                z = (col - self.pre.center[j]) / self.pre.scale[j]
-                out[:, j] = soft_clip(z, self.pre.clip)
-        return out.astype(np.float32)
+        """Rows in model space: ``float32 [rows, features]``.
+
+        Numeric columns through the core's one scaler (:meth:`TabularPreprocessor.standardize`, its
+        pre-scaling of huge columns included, no imputation: a missing number stays ``NaN``); a
+        categorical column as its category index (``NaN`` = missing or unseen). Column count and
+        ``inf`` are checked by :meth:`TabularPreprocessor.encode`.
+        """
+        enc = self.pre.encode(X)
+        z = self.pre.standardize(enc, impute=False)
+        cat = np.asarray([card > 0 for card in self.cardinalities], dtype=bool)
+        codes = np.where(enc == MISSING_CODE, np.nan, enc)
+        return np.where(cat[None, :], codes, z).astype(np.float32)
 
     def inverse_numeric(self, j: int, z: np.ndarray) -> np.ndarray:
-        """Model-space values of numeric column ``j`` back to the data's units."""
-        return inverse_soft_clip(np.asarray(z, dtype=np.float64), self.pre.clip) * self.pre.scale[j] + self.pre.center[j]
+        """Model-space values of numeric column ``j`` back to the data's units (undoes the scaler and
+        the pre-scaling of huge columns)."""
+        pre = self.pre
+        return (inverse_soft_clip(np.asarray(z, dtype=np.float64), pre.clip) * pre.scale[j] + pre.center[j]) * pre.prescale[j]
 
     def category(self, j: int, code: np.ndarray) -> np.ndarray:
         """Class indices of column ``j`` back to its categories (booleans as 0.0/1.0)."""
