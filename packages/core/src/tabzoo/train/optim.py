@@ -138,13 +138,14 @@ def build_optimizer(params: Iterable[Any], name: str, *, lr: float, weight_decay
     tested) at about half the cost for models of many small tensors. ``fused=True`` uses torch's
     fused kernel instead (CPU and CUDA; faster still, but rounds differently from the loop, so a
     fit's numbers change in the last bits); the other optimisers refuse it."""
-    impl: dict[str, bool] = {"fused": True} if fused else {"foreach": True}
+    foreach, fused_kernel = (None, True) if fused else (True, None)
     if fused and name not in ("adam", "adamw"):
         raise TabzooInputError(f"fused=True needs optimizer 'adam' or 'adamw', got {name!r}; drop fused or pick one of those.")
     if name == "adam":
-        opt: torch.optim.Optimizer = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, **impl)
+        opt: torch.optim.Optimizer = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=foreach,
+                                                  fused=fused_kernel)
     elif name == "adamw":
-        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, **impl)
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=foreach, fused=fused_kernel)
     elif name == "lamb":
         opt = Lamb(params, lr=lr, weight_decay=weight_decay)
     else:
