@@ -8,14 +8,22 @@ starts; never a traceback, never the last guard's "This is a bug" line.
 
 from __future__ import annotations
 
+import builtins
+import ctypes
+import errno
+import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _icl_testmodel import use_plugin_env
+from _icl_testmodel import plugin_env, use_plugin_env
 from tabzoo.cli import main
 from tabzoo.plugins import reset_registry
+
+SECRETS = ("secret.csv", "secret.json")  # mode 000 in the work folder
 
 
 @pytest.fixture
@@ -24,11 +32,14 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     (tmp_path / "train.csv").write_text("a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n")
     (tmp_path / "test.csv").write_text("a,b\n1,2\n9,9\n")
     (tmp_path / "folder").mkdir()
-    (tmp_path / "secret.csv").write_text("a,y\n1,0\n")
-    (tmp_path / "secret.csv").chmod(0)
+    (tmp_path / "secret.csv").write_text("a,b,y\n1,2,0\n3,4,1\n")
+    (tmp_path / "secret.json").write_text("{}")
+    for name in SECRETS:
+        (tmp_path / name).chmod(0)
     monkeypatch.chdir(tmp_path)
     yield tmp_path
-    (tmp_path / "secret.csv").chmod(0o600)
+    for name in SECRETS:
+        (tmp_path / name).chmod(0o600)
     reset_registry()
 
 
@@ -98,12 +109,77 @@ def test_models_and_priors_that_are_unknown(work: Path, capsys: pytest.CaptureFi
     _refused(argv, name, capsys=capsys)
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads files without permission")
-@pytest.mark.parametrize("argv", [
-    [*PREDICT[:3], "--train", "secret.csv", *PREDICT[5:]],
-])
-def test_paths_that_are_unreadable(work: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    _refused(argv, "secret.csv", capsys=capsys)
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _os_refuses_the_secrets(monkeypatch: pytest.MonkeyPatch, *, access_too: bool) -> None:
+    """What the OS does with a mode-000 file for anyone but root: ``open`` raises PermissionError
+    (errno 13) and, with ``access_too``, ``os.access`` says no. Root reads such files, so this
+    stands in for the OS there (``--test`` is read by pyarrow's C++: see the subprocess test)."""
+    real_open, real_access = builtins.open, os.access
+
+    def secret(path: Any) -> bool:
+        return not isinstance(path, int) and os.path.basename(os.fspath(path)) in SECRETS
+
+    def refusing_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if secret(file):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    def refusing_access(path: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        return False if secret(path) else real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    monkeypatch.setattr(io, "open", refusing_open)  # pathlib's read_bytes/read_text
+    if access_too:
+        monkeypatch.setattr(os, "access", refusing_access)
+
+
+UNREADABLE = [
+    ([*PREDICT[:3], "--train", "secret.csv", *PREDICT[5:]], "secret.csv"),
+    ([*PRETRAIN, "--config", "@secret.json"], "secret.json"),
+    (["conformance", "core_kernels", "--xfails", "secret.json"], "secret.json"),
+]
+
+
+@pytest.mark.parametrize(("argv", "path"), UNREADABLE)
+def test_paths_that_are_unreadable(work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                   argv: list[str], path: str) -> None:
+    if _is_root():  # anyone else: the mode 000 itself
+        _os_refuses_the_secrets(monkeypatch, access_too=True)
+    _refused(argv, path, capsys=capsys)
+
+
+def test_a_file_refused_only_when_read_is_a_clear_error(work: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.access says yes but the read is refused (root on an NFS share with root_squash, an ACL or
+    # security module, a mode changed after the check): still the file and the fix, not "a bug"
+    _os_refuses_the_secrets(monkeypatch, access_too=False)
+    err = _refused([*PREDICT[:3], "--train", "secret.csv", *PREDICT[5:]], "secret.csv", "readable", capsys=capsys)
+    assert "PermissionError" not in err, err
+
+
+def _drop_the_capabilities_that_bypass_file_modes() -> None:
+    """In the child before exec: remove CAP_DAC_OVERRIDE (1) and CAP_DAC_READ_SEARCH (2) from the
+    bounding set (prctl PR_CAPBSET_DROP = 24), so a root child obeys file modes like anyone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            os._exit(97)
+
+
+def test_an_unreadable_test_file_is_refused_by_the_os_even_to_root(work: Path) -> None:
+    # --test is opened by pyarrow's C++ reader, which no Python patch reaches: a real refusal by the
+    # OS, in a child that (as root) lost the capabilities that bypass file modes
+    argv = [sys.executable, "-m", "tabzoo.cli", *PREDICT[:5], "--test", "secret.csv", *PREDICT[7:]]
+    proc = subprocess.run(argv, cwd=work, env=plugin_env(work / "site"), capture_output=True, text=True, timeout=300,
+                          preexec_fn=_drop_the_capabilities_that_bypass_file_modes if _is_root() else None)
+    if proc.returncode == 97:
+        pytest.skip("root without CAP_SETPCAP cannot drop CAP_DAC_OVERRIDE, so it reads any file")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "This is a bug" not in proc.stderr, proc.stderr
+    assert "secret.csv" in proc.stderr and "Permission denied" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize(("argv", "path"), [

@@ -168,6 +168,18 @@ def test_from_sqlite_dangling_reference(tmp_path: Path) -> None:
         RelationalDatabase.from_sqlite(tmp_path / "missing.db")
 
 
+@pytest.mark.parametrize(("name", "state"), [("missing.db", "does not exist"), ("folder", "is a folder, not a file")])
+def test_a_database_path_that_is_not_a_file_is_an_input_error(tmp_path: Path, name: str, state: str) -> None:
+    # issue 24: a bare FileNotFoundError, so `tabzoo ramba missing.db` ended in the CLI's "This is a bug" line
+    from tabzoo.errors import TabzooInputError
+
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(TabzooInputError, match=f"{name}' {state}; check the path") as info:
+        RelationalDatabase.from_sqlite(tmp_path / name)
+    assert isinstance(info.value, FileNotFoundError)  # still what callers caught before
+    assert not (tmp_path / "missing.db").exists()  # opened read-only: never created
+
+
 def test_to_sqlite_round_trip(tmp_path: Path) -> None:
     db = db_from(frames())
     out = tmp_path / "out.db"

@@ -99,7 +99,11 @@ def _check_csv(path: str) -> str:
     from tabzoo.errors import TabzooInputError
     from tabzoo.table.errors import DuplicateColumnError, RaggedRowsError
 
-    raw = Path(path).read_bytes()
+    try:  # the --train check used os.access, which can say yes to a read the OS then refuses
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise TabzooInputError(f"{path} cannot be read ({exc.strerror or exc}); make it readable or copy "
+                               "it.") from exc
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

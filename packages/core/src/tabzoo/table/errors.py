@@ -18,6 +18,7 @@ __all__ = [
     "InvalidLabelError",
     "InvalidTaskError",
     "InvalidValueError",
+    "MissingFileError",
     "PrimaryKeyError",
     "RaggedRowsError",
     "SchemaMismatchError",
@@ -40,6 +41,10 @@ class ShapeError(TabzooInputError):
 
 class RaggedRowsError(ShapeError):
     """Rows (or columns) of the input have different lengths."""
+
+
+class MissingFileError(TabzooInputError, FileNotFoundError):
+    """A database path that does not exist or is a folder (also a ``FileNotFoundError``)."""
 
 
 class DuplicateColumnError(TabzooInputError):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tabzoo.table.columns import make_column
-from tabzoo.table.errors import DTypeError
+from tabzoo.table.errors import DTypeError, MissingFileError
 from tabzoo.table.interop import columns_from_arrow, optional_import
 from tabzoo.table.table import Table
 from tabzoo.table.types import ColumnType, ForeignKey
@@ -59,7 +59,8 @@ def sqlite_declared_type(decl: str) -> ColumnType | None:
 def _existing(path: Any, what: str) -> str:
     p = Path(os.fspath(path))
     if not p.is_file():
-        raise FileNotFoundError(f"{what} database {str(p)!r} does not exist; check the path")
+        state = "is a folder, not a file" if p.is_dir() else "does not exist"
+        raise MissingFileError(f"{what} database {str(p)!r} {state}; check the path")
     return str(p)
 
 
