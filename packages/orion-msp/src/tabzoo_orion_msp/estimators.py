@@ -93,7 +93,11 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         ones), the layout of pretraining (default True; see the module docstring).
     :param max_context_rows: beyond this many training rows each member reads its own
         class-stratified subset of that many (chosen by row content, so independent of the row
-        order); None reads them all. Pretraining contexts reached 1,024 rows.
+        order); None reads them all. Pretraining contexts reached 1,024 rows, but reading every
+        training row is better on the real-data suite: 4 members with up to 3,000 context rows beat
+        the earlier cap of 1,024 on 6 of 7 tables (+0.023 mean ROC-AUC, the 7th tied) at ~2x the
+        seconds (``benchmarks/results/realdata-2026-11-27-orion-losers.json``); 4,096 bounds the work
+        on large tables.
     :param fine_tune: fine-tune a copy of the pretrained weights on the training rows in ``fit``
         (:mod:`tabzoo.train.finetune`): None / False (off), True, an int (steps), a dict of settings or a
         :class:`tabzoo.train.FineTune`; kept only when better on an inner validation split (``fine_tune_``).
@@ -118,7 +122,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  chunk_size: int = 1024, device: str = "auto", random_state: int | None = 0,
                  verbose: bool = False, feature_transforms: tuple[str, ...] = ("none", "power"),
                  categorical_features: Any = "auto", pad_features: bool = True,
-                 max_context_rows: int | None = 1024, fine_tune: Any = None,
+                 max_context_rows: int | None = 4096, fine_tune: Any = None,
                  wide_features: int | None = None) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
