@@ -297,28 +297,3 @@ def test_chunked_scan_over_many_blocks_matches_reference(b, length, d, n, block,
     _close(got, ref, torch.float32, "output")
     for name, grad in ref_grads.items():
         _close(got_grads[name], grad, torch.float32, f"grad {name}")
-
-
-@pytest.mark.parametrize("nk", [9, 11, 15])
-@pytest.mark.parametrize("with_mask", [False, True])
-def test_sdpa_short_keys_are_padded_with_rounding_only_changes(nk: int, with_mask: bool) -> None:
-    """On CPU the sdpa backend pads 9-15 keys to 16 masked keys (a speed fix, issue 26): the output
-    and gradients equal torch's unpadded SDPA up to rounding."""
-    import torch.nn.functional as F
-    from tabzoo import masks as M
-    from tabzoo.kernels.attention import _key_pad, attention_sdpa
-
-    assert _key_pad(torch.zeros(1), nk) == 16 - nk
-    assert [_key_pad(torch.zeros(1), n) for n in (3, 8, 16, 17, 40)] == [0, 0, 0, 0, 0]
-    torch.manual_seed(nk)
-    leaves = [torch.randn(4, 2, nk, 4, requires_grad=True) for _ in range(3)]
-    mask = M.task_tokens(nk - 3, 3, "T-/->T") if with_mask else None
-    dense = mask.materialize(nk, nk) if mask is not None else None
-    out = attention_sdpa(*leaves, mask=mask)
-    ref = F.scaled_dot_product_attention(*leaves, attn_mask=dense)
-    assert (out - ref).abs().max() < 1e-5
-    weight = torch.linspace(-1, 1, out.numel()).reshape(out.shape)
-    got = torch.autograd.grad((out * weight).sum(), leaves)
-    want = torch.autograd.grad((ref * weight).sum(), leaves)
-    for g, w in zip(got, want, strict=True):
-        assert (g - w).abs().max() < 1e-5

@@ -140,42 +140,12 @@ def _reference_cost(inputs: Mapping[str, Any]) -> Cost:
 
 
 # ----------------------------------------------------------------------------- sdpa
-#: on CPU, key counts in ``(8, SHORT_KEYS)`` that are not a multiple of 8 are padded up to 16 (see :func:`_key_pad`)
-SHORT_KEYS = 16
-
-
-def _key_pad(q: torch.Tensor, nk: int) -> int:
-    """Keys to append (masked out) before torch's CPU SDPA: 0, or up to 16 when ``8 < nk < SHORT_KEYS``.
-
-    torch's CPU kernels handle a short key axis that is not a multiple of the vector width
-    element by element: at ``[32, 4, 11, 4]`` (MultiTab-Net's 8 feature + 3 task tokens) forward
-    plus backward cost ~1.5x what the same call padded to 16 masked keys costs (issue 26). Padded
-    keys get exactly zero weight, so only rounding changes.
-    """
-    if q.device.type != "cpu" or not 8 < nk < SHORT_KEYS or nk % 8 == 0:
-        return 0
-    return 16 - nk
-
-
-def _pad_keys(k: torch.Tensor, v: torch.Tensor, safe: torch.Tensor | None, nq: int, pad: int
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``k``, ``v`` with ``pad`` zero keys appended, and the bool mask (None = all keys) with those keys closed."""
-    if safe is None:
-        safe = torch.ones(nq, k.shape[2], dtype=torch.bool, device=k.device)
-    closed = safe.new_zeros(*safe.shape[:-1], pad)
-    return F.pad(k, (0, 0, 0, pad)), F.pad(v, (0, 0, 0, pad)), torch.cat([safe, closed], dim=-1)
-
-
 def attention_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: MaskLike = None,
                    scale: float | None = None) -> torch.Tensor:
-    """torch SDPA with a bool mask; rows with no allowed key are opened up, then zeroed. On CPU a
-    short key axis is padded with masked keys first (:func:`_key_pad`; same result up to rounding)."""
-    pad = _key_pad(q, k.shape[2])
-    if mask is None and not pad:
+    """torch SDPA with a bool mask; rows with no allowed key are opened up, then zeroed."""
+    if mask is None:
         return F.scaled_dot_product_attention(q, k, v, scale=_scale(q, scale))
-    safe, row_any = _dense(mask, q.shape[2], k.shape[2], q.device) if mask is not None else (None, None)
-    if pad:
-        k, v, safe = _pad_keys(k, v, safe, q.shape[2], pad)
+    safe, row_any = _dense(mask, q.shape[2], k.shape[2], q.device)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe, scale=_scale(q, scale))
     if row_any is not None:
         out = out * row_any.to(out.dtype)
