@@ -54,7 +54,7 @@ def use_adam(impl: str) -> None:
 
 
 #: MultiTab-Net options timed with ``--variants`` (issue 26's small-n candidates)
-VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "self": dict(row_scope="self"),
+VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict(row_ff_mult=1), "self": dict(row_scope="self"),
                                        "rff3_self": dict(row_ff_mult=3, row_scope="self")}
 
 
