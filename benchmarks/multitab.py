@@ -19,10 +19,12 @@
   Adam, weight decay 1e-5 (paper appendix), a cosine learning-rate decay over ``--epochs``,
   early stopping on the validation split (patience ``--patience``, best weights restored),
   embedding ``--d-embed`` for every neural model. ``multitab`` = MultiTab-Net (multi-token,
-  T-/->T mask: the paper's choice), ``mt_twin`` = one single-task MultiTab-Net per task,
+  T-/->T mask: the paper's choice; the estimator's default ``row_ff_mult``: 3 since issue 26, 1 in the runs
+  before the evening of 2026-11-27, ``mt_rff1`` pins 1), ``mt_twin`` (``mt_rff3_twin``: with ``row_ff_mult=3``) = one
+  single-task MultiTab-Net per task,
   ``stl`` = one MLP per task, ``gbdt`` = scikit-learn HistGradientBoosting per task (early
   stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
-* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin).
+* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin).
 
 Results are written after every setting (``"complete": false`` until the run ends), so an
 interrupted run keeps what it finished.
@@ -54,12 +56,16 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mt_nomask": dict(architecture="multitab", mask="none"),
              # issue 26's small-n options: the inter-sample feed-forward 3x wider, and rows reading only themselves
              "mt_rff3": dict(architecture="multitab", row_ff_mult=3),
+             # the paper's square inter-sample feed-forward (the estimator's default was 1 until issue 26 chose 3)
+             "mt_rff1": dict(architecture="multitab", row_ff_mult=1),
              "mt_rff3_self": dict(architecture="multitab", row_ff_mult=3, row_scope="self")}
-REFERENCES = ("stl", "gbdt", "mt_twin")
+#: one single-task MultiTab-Net per task, with these settings over the recipe's
+TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
+REFERENCES = ("stl", "gbdt", *TWINS)
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
-         "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self"}
+         "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 
 
@@ -106,10 +112,10 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
         t0 = time.perf_counter()
         if m == "gbdt":
             res["scores"][m] = gbdt_scores(kinds, np.concatenate([X_tr, X_va]), np.concatenate([Y_tr, Y_va]), X_te, Y_te, seed)
-        elif m == "mt_twin":
+        elif m in TWINS:
             sc, ep = [], []
             for j, kind in enumerate(kinds):
-                est = MultiTabEstimator(architecture="multitab", task_types=[kind], random_state=seed, **kw)
+                est = MultiTabEstimator(architecture="multitab", task_types=[kind], random_state=seed, **(kw | TWINS[m]))
                 est.fit(X_tr, Y_tr[:, j], eval_set=(X_va, Y_va[:, j]))
                 sc += est.task_scores(X_te, Y_te[:, j])
                 ep.append(est.n_epochs_)
@@ -269,7 +275,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--settings", type=int, nargs="*", help="indices into the 18-setting grid (default all)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
-                    choices=[*NEURAL, *ABLATIONS, "gbdt", "mt_twin"])
+                    choices=[*NEURAL, *ABLATIONS, "gbdt", *TWINS])
     ap.add_argument("--n-features", type=int, default=8)
     ap.add_argument("--n-train", type=int, default=300)
     ap.add_argument("--n-val", type=int, default=150)

@@ -14,6 +14,10 @@ per-tensor loop (the CPU default before issue 26's change), ``foreach`` = the mu
 kernels (the core loop's default since: same numbers), ``fused`` = torch's fused kernel
 (``FitConfig(fused=True)``). The fp32 matmul peak (GFLOP/s, 1 thread) is measured before and
 after, so the load the run saw is on record.
+
+``--phases N`` also times ``N`` training steps of one batch per model, split into forward (with
+the loss), backward, gradient clipping and the Adam update (thread CPU time, models alternated,
+medians; ``phases_ms`` per row), to show where a step's time goes.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def use_adam(impl: str) -> None:
 
 
 #: MultiTab-Net options timed with ``--variants`` (issue 26's small-n candidates)
-VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "self": dict(row_scope="self"),
+VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict(row_ff_mult=1), "self": dict(row_scope="self"),
                                        "rff3_self": dict(row_ff_mult=3, row_scope="self")}
 
 
@@ -60,6 +64,35 @@ def models(row_dims: list[int], variants: list[str] = ()) -> dict[str, dict[str,
         out[f"multitab_r{r}"] = dict(architecture="multitab", row_dim=r)
     for v in variants:
         out[f"multitab_{v}"] = dict(architecture="multitab", **VARIANTS[v])
+    return out
+
+
+def phase_times(ests: dict[str, MultiTabEstimator], X: np.ndarray, Y: np.ndarray, steps: int, batch: int) -> dict[str, dict[str, float]]:
+    """Median thread CPU milliseconds of forward+loss, backward, clipping and Adam per training step."""
+    from tabzoo_multitab.losses import multitask_loss
+
+    xb, yb = torch.tensor(X[:batch], dtype=torch.float32), torch.tensor(Y[:batch], dtype=torch.float32)
+    opts = {n: _ADAM(e.model_.parameters(), lr=1e-3, weight_decay=1e-5, foreach=True) for n, e in ests.items()}
+    got: dict[str, dict[str, list[float]]] = {n: {"forward": [], "backward": [], "clip": [], "adam": []} for n in ests}
+    for it in range(steps + 5):
+        for n, e in ests.items():
+            m = e.model_.train()
+            t0 = time.thread_time()
+            loss = multitask_loss(list(m.split(m(xb, None))), yb, m.tasks, None)
+            t1 = time.thread_time()
+            opts[n].zero_grad(set_to_none=True)
+            loss.backward()
+            t2 = time.thread_time()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            t3 = time.thread_time()
+            opts[n].step()
+            t4 = time.thread_time()
+            if it >= 5:  # warm-up steps are not counted
+                for k, dt in zip(("forward", "backward", "clip", "adam"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                    got[n][k].append(dt * 1e3)
+    out = {n: {k: round(float(np.median(v)), 3) for k, v in d.items()} for n, d in got.items()}
+    for d in out.values():
+        d["step"] = round(sum(d.values()), 3)
     return out
 
 
@@ -77,6 +110,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--variants", nargs="*", default=[], choices=sorted(VARIANTS))
     ap.add_argument("--adam", nargs="+", default=["foreach"], choices=sorted(ADAM_IMPLS))
+    ap.add_argument("--phases", type=int, default=0, help="also time this many steps split into phases (0 = off)")
     args = ap.parse_args()
     if args.out is not None and args.out.exists():
         raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
@@ -95,6 +129,7 @@ def main() -> None:
                                      task_types=["regression"] * t)
             warm.fit(X, Y)  # first-call costs (imports, allocator) are not an epoch of the first model timed
             params: dict[str, int] = {}
+            fitted: dict[str, MultiTabEstimator] = {}
             for _ in range(args.repeats):
                 for impl, (name, kw) in ((i, m) for i in args.adam for m in models(args.row_dims, args.variants).items()):
                     use_adam(impl)
@@ -107,6 +142,7 @@ def main() -> None:
                     est.fit(X, Y)
                     per.setdefault(name, []).append((time.process_time() - c0) / args.epochs)
                     params[name] = sum(p.numel() for p in est.model_.parameters())
+                    fitted[name] = est
             base = {m: m.split("/")[0] for m in per}  # each model against MMoE under the same Adam update
             ratios = {m: float(np.median([a / b for a, b in zip(v, per[m.replace(base[m], "mmoe", 1)], strict=True)]))
                       for m, v in per.items()}
@@ -114,6 +150,10 @@ def main() -> None:
                        for m, v in per.items() if len(args.adam) > 1 and not m.startswith("mmoe/")}
             row = dict(d_embed=int(e), hidden=hidden, tasks=t, cpu_s_per_epoch={m: [round(x, 4) for x in v] for m, v in per.items()},
                        ratio_to_mmoe_median=ratios, parameters=params)
+            if args.phases:
+                row["phases_ms"] = phase_times(fitted, X, Y, args.phases, args.batch_size)
+                row["phase_step_ratio_to_mmoe"] = {m: round(d["step"] / row["phases_ms"]["mmoe"]["step"], 3)
+                                                   for m, d in row["phases_ms"].items() if "mmoe" in row["phases_ms"]}
             report["rows"].append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             report["matmul_fp32_gflops_after"] = round(matmul_gflops(torch.float32, n=512), 2)

@@ -13,7 +13,8 @@ against the single-task MLP, on grid settings and on the real multitask tables; 
 * ``--real``: a ``benchmarks/multitab.py real`` report of the new models (e.g. ``mt_rff3``,
   ``mt_twin``), and ``--real-base`` the reports of the same seeds and splits that hold the
   single-task MLP (``stl``) and the other models; rows are joined on (table, seed) and every
-  model's Δm against ``stl`` is taken from the joined test scores (same split, same test rows).
+  model's Δm against ``stl`` is taken from the joined test scores (same split, same test rows);
+  ``--real-references`` adds the same against other single-task references (``real_vs``).
 """
 
 from __future__ import annotations
@@ -105,9 +106,12 @@ def main() -> None:
     ap.add_argument("--real-base", type=Path, nargs="*", default=[])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--png", type=Path)
+    ap.add_argument("--real-references", nargs="*", default=[],
+                    help="further single-task references of the real tables (e.g. mt_rff3_twin, gbdt): Δm of every model against each")
     args = ap.parse_args()
     summary = {"benchmark": "multitab-options", "grid": grid_summary(args.grid) if args.grid else None,
                "real": real_summary(args.real, args.real_base) if args.real else None,
+               "real_vs": {r: real_summary(args.real, args.real_base, r) for r in args.real_references} if args.real else None,
                "inputs": {"grid": [str(p) for p in args.grid], "real": [str(p) for p in args.real],
                           "real_base": [str(p) for p in args.real_base]}}
     print(json.dumps(summary, indent=1))
