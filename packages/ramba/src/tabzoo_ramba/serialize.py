@@ -25,6 +25,7 @@ import torch
 from tabzoo.table import ColumnType
 
 from tabzoo_ramba.sampling import GraphIndex, Subgraph
+from tabzoo_ramba.structure import gate_index, host_structure, to_device
 
 __all__ = ["SEP", "NUM", "TEXT", "BOOL", "TIME", "OBSERVED", "MISSING", "MASKED", "ColumnStats",
            "Sequence", "serialize", "collate", "TargetSpec"]
@@ -227,8 +228,14 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
     return seq
 
 
-def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cpu") -> dict[str, Any]:
+def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cpu",
+            max_rel_rows: int | None = 32) -> dict[str, Any]:
     """Pad sequences into a batch ``[B, L]`` and embed their strings (once per distinct string).
+
+    The model's index structure is built here, on the host (in the data loader), not in the
+    forward: ``struct`` (:func:`~tabzoo_ramba.structure.host_structure` for ``max_rel_rows``, the
+    model's ``cfg.max_rel_rows``; ``None`` = leave it to the forward) and ``gate_index`` (the
+    schema gate's column pairs), each moved to ``device`` in one transfer per dtype.
 
     Returns tensors ``kind, col, val [B, L, 2], scale, text, state, row, pad`` (``pad`` True on
     padding), ``schema_emb [n_schema, d_text]`` (``col`` is re-indexed into it), ``text_emb
@@ -278,4 +285,11 @@ def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cp
     out["n_rows"] = row_offset
     out["mlm"] = (torch.tensor(mlm_b, dtype=torch.long), torch.tensor(mlm_p, dtype=torch.long))
     dev = torch.device(device)
-    return {k: (v.to(dev) if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+    host: dict[str, Any] = {"gate_index": gate_index(out["col"].numpy(), target_col.numpy(), len(schema))}
+    if max_rel_rows is not None:
+        host["struct"] = host_structure(out["row"].numpy(), out["edges"].numpy(), row_offset, max_rel_rows)
+    out = {k: (v.to(dev) if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+    out.update(to_device(host, dev))
+    if "struct" in out:
+        out["struct"]["row"] = out["row"]
+    return out
