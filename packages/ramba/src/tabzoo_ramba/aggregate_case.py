@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tabzoo.errors import TabzooInputError
 from tabzoo.testing import capabilities as cap
 from tabzoo.testing.case import ConformanceCase
 
@@ -38,6 +39,15 @@ class FeatureBuilder:
 
     def __init__(self, task: RelationalTask, features: Features) -> None:
         self.task, self.features = task, features
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """No weights: the features are a function of the database alone."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Accepts only the empty state of :meth:`state_dict`."""
+        if state:
+            raise TabzooInputError(f"a feature builder has no weights; got a state with {sorted(state)[:5]}")
 
 
 def feature_forward(model: FeatureBuilder, db: Any, seeds: list[Seed]) -> torch.Tensor:
@@ -120,15 +130,10 @@ def make_aggregates_case(task_name: str = "nyc-dep-delayed", features: Features 
     builder_task, fn = feature_task or task, features or relational_features
     return ConformanceCase(
         name=f"aggregates-{task_name}", make_model=lambda seed: FeatureBuilder(builder_task, fn),
-        capabilities=frozenset({cap.TIME_CAUSALITY, cap.INPUT_ORDER_INVARIANCE}), config={"task": task_name},
-        protocol="relational", forward=feature_forward, make_database=_database_for(task_name),
-        target=(task.entity_table, task.target), horizon=float(task.horizon_s),
-        column_horizons=dict(task.column_horizons), dtype="float64",
-        expected_failures={
-            cap.DETERMINISM: "a feature builder has no weights to save and load; its outputs are a pure function of "
-                             "the database, shown by packages/ramba/tests/test_task_features.py::"
-                             "test_features_ignore_everything_after_the_cutoff",
-            cap.BAD_INPUT: "the feature builders are internal to the benchmarks and validate nothing themselves; "
-                           "their callers do, shown by packages/ramba/tests/test_tasks.py::"
-                           "test_unknown_task_names_the_choices"},
+        capabilities=frozenset({cap.TIME_CAUSALITY, cap.INPUT_ORDER_INVARIANCE, cap.DETERMINISM, cap.BAD_INPUT}),
+        config={"task": task_name}, protocol="relational", forward=feature_forward,
+        make_database=_database_for(task_name), target=(task.entity_table, task.target),
+        horizon=float(task.horizon_s), column_horizons=dict(task.column_horizons), dtype="float64",
+        factory=None if features or feature_task else "tabzoo_ramba.aggregate_case:make_aggregates_case",
+        factory_args={"task_name": task_name},
         description=f"the baseline features (flattened row + causal window aggregates) of {task_name}")
