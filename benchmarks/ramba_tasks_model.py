@@ -196,6 +196,8 @@ def main() -> None:
                         "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init); default one 'ramba' "
                         "with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
+    p.add_argument("--skip-ramba", action="store_true",
+                   help="keep the Ramba entries this task already has in --out (same draw sizes) and add the GBDTs")
     p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -224,6 +226,13 @@ def main() -> None:
         print(f"replacing the earlier entry of {args.task} in {path}", file=sys.stderr)
     variants = [parse_variant(v, args) for v in args.variant] or [parse_variant("ramba", args)]
     cache: dict[str, Any] = {}
+    if args.skip_ramba:
+        old = json.loads(path.read_text())["tasks"].get(args.task, {}) if path.exists() else {}
+        if old.get("n") != out["n"]:
+            raise SystemExit(f"--skip-ramba: {path} has no {args.task} entry with the draw sizes {out['n']}")
+        out["models"].update({k: v for k, v in old["models"].items() if k.startswith("ramba")})
+        out["ramba_run"] = {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s") if k in old}
+        variants = []
     for variant in variants:
         out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache))
         save()

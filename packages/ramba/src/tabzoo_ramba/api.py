@@ -78,7 +78,7 @@ def predict_seeds(model: RambaModel, db: Any, seeds: Sequence[Seed], target: Tar
     seqs = sequences_for(db, seeds, target, lookback_s=lookback_s, sampler=sampler, stats=stats)
     outs = []
     for i in range(0, len(seqs), batch_size):
-        outs.append(model.predict_target(collate(seqs[i:i + batch_size], encoder)))
+        outs.append(model.predict_target(collate(seqs[i:i + batch_size], encoder, max_rel_rows=model.cfg.max_rel_rows)))
     return torch.cat(outs)
 
 
@@ -129,7 +129,8 @@ class Ramba:
         outs = []
         with torch.no_grad():
             for i in range(0, len(seqs), 32):
-                outs.append(self.model.predict_target(collate(list(seqs[i:i + 32]), self.encoder)))
+                outs.append(self.model.predict_target(collate(list(seqs[i:i + 32]), self.encoder,
+                                                                     max_rel_rows=self.model.cfg.max_rel_rows)))
         raw = torch.cat(outs).double().numpy()
         if self.task.kind == "classification":
             return 1.0 / (1.0 + np.exp(-raw))

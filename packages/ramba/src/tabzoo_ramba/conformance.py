@@ -129,7 +129,7 @@ def _sequence_inputs(n_tokens: int, seed: int) -> tuple[Any, ...]:
                             time_columns={"customers": "joined", "orders": "time"})
     sampler = SamplerConfig(n_child=n, max_expansions=2, max_rows=n + 2)
     seqs = sequences_for(db, [("orders", n - 1, t[-1])], SHOP_TARGET, lookback_s=LOOKBACK_S, sampler=sampler)
-    return (collate(seqs, default_encoder("hashing")),)
+    return (collate(seqs, default_encoder("hashing"), max_rel_rows=None),)
 
 
 def _bad_inputs(model: Any) -> Iterable[tuple[str, Callable[[], Any]]]:

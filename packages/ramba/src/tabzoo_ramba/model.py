@@ -27,8 +27,9 @@ from tabzoo.errors import TabzooInputError
 from torch import nn
 
 from tabzoo_ramba.config import PRESETS, RambaConfig, make_config
-from tabzoo_ramba.layers import DenseMixer, GatedBiSSM, RMSNorm, StructuralAttention, row_structure
+from tabzoo_ramba.layers import DenseMixer, GatedBiSSM, RMSNorm, StructuralAttention
 from tabzoo_ramba.serialize import BOOL, MASKED, MISSING, NUM, OBSERVED, SEP, TEXT, TIME
+from tabzoo_ramba.structure import gate_index, row_structure, to_device
 
 __all__ = ["RambaConfig", "RambaModel", "PRESETS", "build", "make_config"]
 
@@ -123,12 +124,11 @@ class RambaModel(nn.Module):
         [P, d_text]`` and the pair index of every token ``[B, L]``. Without a target column
         (pretraining) the current column is its own target."""
         s = batch["schema_emb"]
-        col, tgt = batch["col"], batch["target_col"]
-        b, length = col.shape
-        n = max(1, s.shape[0])
-        tgt_tok = torch.where(tgt[:, None] >= 0, tgt[:, None].expand(b, length), col)
-        uniq, inv = torch.unique(col * n + tgt_tok, return_inverse=True)
-        return s[uniq // n], s[uniq % n], inv
+        gi = batch.get("gate_index")
+        if gi is None:  # a batch collated without it: built here (one host read)
+            gi = to_device(gate_index(batch["col"].cpu().numpy(), batch["target_col"].cpu().numpy(), s.shape[0]),
+                           s.device)
+        return s[gi["curr"]], s[gi["tgt"]], gi["inv"]
 
     def gates(self, batch: dict[str, Any]) -> list[torch.Tensor]:
         """Schema gate of each block per token ``[B, L]`` in (0, 1); 0 on padding (eq. 28)."""
@@ -140,9 +140,12 @@ class RambaModel(nn.Module):
 
     # ------------------------------------------------------------------ trunk
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
-        """Final token states ``Z [B, L, D]``."""
-        struct = row_structure(batch["row"], batch["edges"], int(batch["n_rows"]), self.cfg.max_rel_rows)
-        struct["row"] = batch["row"]
+        """Final token states ``Z [B, L, D]``. The index structure (``batch["struct"]``) and the
+        gate pairs (``batch["gate_index"]``) come from collation; a batch without them (or with
+        another ``max_rel_rows``) has them built here, at one host read each."""
+        struct = batch.get("struct")
+        if struct is None or struct["max_rel_rows"] != self.cfg.max_rel_rows:  # not built in collation
+            struct = row_structure(batch["row"], batch["edges"], int(batch["n_rows"]), self.cfg.max_rel_rows)
         x = self.embed(batch)
         for blk, gate in zip(self.blocks, self.gates(batch), strict=True):
             x = blk(x, gate, batch["pad"], struct, self.cfg.attention)

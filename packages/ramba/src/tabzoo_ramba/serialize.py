@@ -17,6 +17,7 @@ columns only rows whose label is available by then.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ import torch
 from tabzoo.table import ColumnType
 
 from tabzoo_ramba.sampling import GraphIndex, Subgraph
+from tabzoo_ramba.structure import gate_index, host_structure, to_device
 
 __all__ = ["SEP", "NUM", "TEXT", "BOOL", "TIME", "OBSERVED", "MISSING", "MASKED", "ColumnStats",
            "Sequence", "serialize", "collate", "TargetSpec"]
@@ -92,7 +94,7 @@ class ColumnStats:
                 use = rows
                 if name == target.table and c in target.label_columns and ts is not None:
                     use = ts + target.horizon_of(c) <= cutoff
-                use = use & ~t.missing[:, t.names.index(c)]
+                use = use & ~_missing(t, c)
                 v = _numeric(t, c)[use]
                 v = v[np.isfinite(v)]
                 mu = float(v.mean()) if len(v) else 0.0
@@ -105,10 +107,49 @@ class ColumnStats:
 
 
 def _numeric(t: Any, c: str) -> np.ndarray:
-    v = t.column(c)
-    if t.column_type(c) is ColumnType.DATETIME:
-        return v.astype("datetime64[s]").astype(np.int64).astype(np.float64)
-    return v.astype(np.float64)
+    """Column ``c`` of ``t`` as float64 ``[rows]`` (datetime: epoch seconds), cached per table."""
+    cache = _table_cache(t)["numeric"]
+    if c not in cache:
+        v = t.column(c)
+        if t.column_type(c) is ColumnType.DATETIME:
+            cache[c] = v.astype("datetime64[s]").astype(np.int64).astype(np.float64)
+        else:
+            cache[c] = v.astype(np.float64)
+    return cache[c]
+
+
+_TABLES: OrderedDict[int, tuple[Any, dict[str, Any]]] = OrderedDict()
+_MAX_TABLES = 64
+
+
+def _table_cache(t: Any) -> dict[str, Any]:
+    """Per-table arrays that serialization reads for every seed, built once (a Table is immutable;
+    it is held here, so its ``id`` is not reused while cached): ``missing [rows, columns]``, the
+    raw columns and their float64 forms. The ``_MAX_TABLES`` most recently used tables are kept
+    (pretraining streams many databases)."""
+    hit = _TABLES.get(id(t))
+    if hit is not None and hit[0] is t:
+        _TABLES.move_to_end(id(t))
+        return hit[1]
+    entry: dict[str, Any] = {"missing": t.missing, "column": {}, "numeric": {}, "names": list(t.names)}
+    _TABLES[id(t)] = (t, entry)
+    while len(_TABLES) > _MAX_TABLES:
+        _TABLES.popitem(last=False)
+    return entry
+
+
+def _missing(t: Any, c: str) -> np.ndarray:
+    """The missing mask of column ``c`` ``[rows]`` (cached)."""
+    e = _table_cache(t)
+    return e["missing"][:, e["names"].index(c)]
+
+
+def _column(t: Any, c: str) -> np.ndarray:
+    """Column ``c`` of ``t`` as stored ``[rows]`` (cached)."""
+    cache = _table_cache(t)["column"]
+    if c not in cache:
+        cache[c] = t.column(c)
+    return cache[c]
 
 
 @dataclass
@@ -175,7 +216,7 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
             kinds.append(np.array([SEP] + [kind] * m, dtype=np.int64))
             cols.append(np.full(m + 1, k, dtype=np.int64))
             rows.append(np.asarray([-1] + nodes, dtype=np.int64))
-            miss = t.missing[r, t.names.index(c)]
+            miss = _missing(t, c)[r]
             state = np.where(miss, MISSING, OBSERVED).astype(np.int64)
             if tab == target.table and c in target.label_columns:
                 hidden = np.zeros(m, dtype=bool) if ts is None else ts[r] + target.horizon_of(c) > t_star
@@ -190,7 +231,7 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
             tx = np.full(m, -1, dtype=np.int64)
             ok = state == OBSERVED
             if kind == TEXT:
-                raw = t.column(c)[r]
+                raw = _column(t, c)[r]
                 for i in np.flatnonzero(ok):
                     s = str(raw[i])
                     tx[i] = strings.setdefault(s, len(strings))
@@ -227,8 +268,14 @@ def serialize(db: Any, index: GraphIndex, sub: Subgraph, stats: ColumnStats, tar
     return seq
 
 
-def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cpu") -> dict[str, Any]:
+def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cpu",
+            max_rel_rows: int | None = 32) -> dict[str, Any]:
     """Pad sequences into a batch ``[B, L]`` and embed their strings (once per distinct string).
+
+    The model's index structure is built here, on the host (in the data loader), not in the
+    forward: ``struct`` (:func:`~tabzoo_ramba.structure.host_structure` for ``max_rel_rows``, the
+    model's ``cfg.max_rel_rows``; ``None`` = leave it to the forward) and ``gate_index`` (the
+    schema gate's column pairs), each moved to ``device`` in one transfer per dtype.
 
     Returns tensors ``kind, col, val [B, L, 2], scale, text, state, row, pad`` (``pad`` True on
     padding), ``schema_emb [n_schema, d_text]`` (``col`` is re-indexed into it), ``text_emb
@@ -278,4 +325,11 @@ def collate(seqs: list[Sequence], encoder: Any, device: str | torch.device = "cp
     out["n_rows"] = row_offset
     out["mlm"] = (torch.tensor(mlm_b, dtype=torch.long), torch.tensor(mlm_p, dtype=torch.long))
     dev = torch.device(device)
-    return {k: (v.to(dev) if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+    host: dict[str, Any] = {"gate_index": gate_index(out["col"].numpy(), target_col.numpy(), len(schema))}
+    if max_rel_rows is not None:
+        host["struct"] = host_structure(out["row"].numpy(), out["edges"].numpy(), row_offset, max_rel_rows)
+    out = {k: (v.to(dev) if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+    out.update(to_device(host, dev))
+    if "struct" in out:
+        out["struct"]["row"] = out["row"]
+    return out

@@ -17,6 +17,7 @@ import zlib
 from typing import Any
 
 import numpy as np
+from tabzoo.errors import TabzooInputError
 from tabzoo.table import ColumnType
 
 from tabzoo_ramba.aggregates import window_aggregates
@@ -63,9 +64,15 @@ def _columns(db: Any, table: str, rows: np.ndarray, skip: set[str], prefix: str)
 def _seed_rows(db: Any, seeds: list[Seed]) -> tuple[str, np.ndarray, np.ndarray]:
     from tabzoo_ramba.sampling import graph_index
 
+    if not seeds:
+        raise TabzooInputError("no seeds: pass a non-empty list of (table, primary key, timestamp)")
+    times = np.array([s[2] for s in seeds]).astype("datetime64[s]")
+    if np.isnat(times).any():
+        bad = seeds[int(np.flatnonzero(np.isnat(times))[0])]
+        raise TabzooInputError(f"seed {bad!r} has no timestamp (NaT); give the time the features are computed at")
     idx = graph_index(db)
     table = seeds[0][0]
-    return table, np.array([idx.row(table, k) for _, k, _ in seeds]), to_seconds(np.array([s[2] for s in seeds]))
+    return table, np.array([idx.row(table, k) for _, k, _ in seeds]), to_seconds(times)
 
 
 def flat_features(db: Any, task: Any, seeds: list[Seed]) -> dict[str, np.ndarray]:

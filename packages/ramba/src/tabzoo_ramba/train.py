@@ -76,6 +76,8 @@ class MaskedCellPrior:
     :param db_source: ``seed -> RelationalDatabase``; default the registered ``relational`` prior
         (tabzoo-priors) with ``relational`` as its options.
     :param encoder: the text encoder of the model being trained (its ``cfg.text_encoder``).
+    :param max_rel_rows: the model's ``cfg.max_rel_rows``: the gather index is built for it in
+        collation (None: in the model's forward).
     """
 
     step_aware = True
@@ -83,7 +85,7 @@ class MaskedCellPrior:
 
     def __init__(self, db_source: Callable[[int], Any] | None = None, *, encoder: Any = "hashing",
                  dbs_every: int = 4, sampler: SamplerConfig = PRETRAIN_SAMPLER, mask_rate: float = 0.15,
-                 seed: int = 0, relational: dict[str, Any] | None = None) -> None:
+                 seed: int = 0, relational: dict[str, Any] | None = None, max_rel_rows: int | None = 32) -> None:
         from tabzoo_ramba.text import default_encoder
 
         if db_source is None:
@@ -94,7 +96,7 @@ class MaskedCellPrior:
         if dbs_every < 1:
             raise TabzooInputError(f"dbs_every must be >= 1, got {dbs_every}.")
         self.db_source, self.dbs_every, self.sampler = db_source, int(dbs_every), sampler
-        self.mask_rate, self.seed = mask_rate, int(seed)
+        self.mask_rate, self.seed, self.max_rel_rows = mask_rate, int(seed), max_rel_rows
         self.encoder = default_encoder(encoder) if isinstance(encoder, str) else encoder
         self._pool: tuple[tuple[int, int], list[Seq]] | None = None
 
@@ -111,7 +113,7 @@ class MaskedCellPrior:
         """One collated batch of ``batch_size`` masked sequences for step ``step``."""
         pool = self.pool(step // self.dbs_every, batch_size * self.dbs_every)
         pick = np.random.default_rng(seed).choice(len(pool), size=batch_size, replace=False)
-        return collate([pool[int(i)] for i in pick], self.encoder, device)
+        return collate([pool[int(i)] for i in pick], self.encoder, device, max_rel_rows=self.max_rel_rows)
 
 
 def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, steps: int, batch_size: int = 8,
@@ -139,7 +141,7 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, s
             "pretraining loop cannot resume; pass another out= folder to start a new run (the old weights: "
             f"tabzoo.checkpoint.load_state({str(out)!r})['model']).")
     prior = MaskedCellPrior(db_source, encoder=encoder or model.cfg.text_encoder, dbs_every=dbs_every,
-                            sampler=sampler, seed=seed)
+                            sampler=sampler, seed=seed, max_rel_rows=model.cfg.max_rel_rows)
     cfg = PretrainConfig(steps=steps, batch_size=batch_size, micro_batches=1, lr=lr, weight_decay=weight_decay,
                       warmup_steps=round(warmup * steps), min_lr_ratio=0.0, clip_norm=1.0, amp="off", seed=seed,
                       checkpoint_every=checkpoint_every, device=device, progress=progress, plot=False, workers=0,
@@ -165,7 +167,8 @@ class FinetuneTask:
             yield self.rng.choice(len(self.train), size=size, replace=False)
 
     def loss(self, model: torch.nn.Module, batch: np.ndarray, step: int) -> torch.Tensor:
-        out = model.predict_target(collate([self.train[int(i)] for i in batch], self.encoder))  # type: ignore[operator]
+        seqs = [self.train[int(i)] for i in batch]
+        out = model.predict_target(collate(seqs, self.encoder, max_rel_rows=model.cfg.max_rel_rows))  # type: ignore[operator,union-attr]
         tgt = self.y[torch.as_tensor(batch)]
         return (F.binary_cross_entropy_with_logits(out, tgt) if self.kind == "classification"
                 else F.huber_loss(out, tgt, delta=1.0))
