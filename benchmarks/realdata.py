@@ -219,6 +219,11 @@ def _log_partial(args: argparse.Namespace, record: dict[str, Any]) -> None:
             fh.write(json.dumps(record, default=float) + "\n")
 
 
+def _first_split_only(args: argparse.Namespace) -> set[str]:
+    """The models that run on split 0 only: :data:`FIRST_SPLIT_ONLY` less those named by ``--every-split``."""
+    return FIRST_SPLIT_ONLY - set(args.every_split)
+
+
 def _split_ids(args: argparse.Namespace) -> list[int]:
     """The split seeds of the main table: ``--first-split`` .. ``--first-split + --splits - 1``."""
     return list(range(args.first_split, args.first_split + args.splits))
@@ -335,6 +340,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARCH:JSON",
                    help="one more tabzoo runner NAME: architecture ARCH with these estimator kwargs, e.g. "
                         "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side)")
+    p.add_argument("--every-split", action="append", default=[], metavar="MODEL",
+                   help=f"run MODEL on every split (repeatable; by default {sorted(FIRST_SPLIT_ONLY)} run on "
+                        "split 0 only, a stated time cap)")
     p.add_argument("--no-curves", action="store_true")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--threads", type=int, default=1)
@@ -466,7 +474,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     runners: dict[str, list[Any]] = {}
     absent: list[dict[str, str]] = []
     for task in ("classification", "regression"):
-        zoo, miss = discover_tabzoo(task, TABZOO_SETTINGS, FIRST_SPLIT_ONLY)
+        zoo, miss = discover_tabzoo(task, TABZOO_SETTINGS, _first_split_only(args))
         zoo += variant_runners(zoo, args.variants, TABZOO_SETTINGS)
         peers, pmiss = peer_runners(task)
         absent += miss + pmiss
@@ -491,7 +499,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "protocol": {"splits": args.splits, "first_split": args.first_split, "no_main": args.no_main, "test_size": 0.3, "stratified": True, "train_cap": args.train_cap,
                      "test_cap": args.test_cap, "curve_sizes": args.curve_sizes, "curve_test_rows": args.curve_test,
                      "curve_budget_s_per_model_table": args.curve_budget, "budgets_s_main_table": args.budgets,
-                     "first_split_only": sorted(FIRST_SPLIT_ONLY), "max_features": MAX_FEATURES,
+                     "first_split_only": sorted(_first_split_only(args)), "max_features": MAX_FEATURES,
                      "max_memory_gb": args.max_memory_gb, "model_train_cap": MODEL_TRAIN_CAP,
                      "fit_timeout_s": args.timeouts, "smoke": args.smoke,
                      "salvaged_from_a_cut_run": args.salvage,

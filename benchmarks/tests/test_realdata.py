@@ -173,6 +173,14 @@ def test_first_split_and_no_main_pick_the_work() -> None:
     assert parse_args(["--no-main"]).no_main and not parse_args([]).no_main
 
 
+def test_every_split_lifts_the_first_split_cap() -> None:
+    """``--every-split npt`` runs NPT on every split; by default it runs on split 0 only (a stated cap)."""
+    from realdata import _first_split_only, parse_args
+
+    assert "npt" in _first_split_only(parse_args([]))
+    assert _first_split_only(parse_args(["--every-split", "npt"])) == _first_split_only(parse_args([])) - {"npt"}
+
+
 def test_split_summary_joins_runs_per_split(tmp_path: Path) -> None:
     """Records of several runs (a JSON and a partial log) are joined per split, with aliases and curve deltas."""
     from issue28_splits_summary import summarize

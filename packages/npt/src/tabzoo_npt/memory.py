@@ -6,11 +6,11 @@ batch x columns^2``), plus parameters, gradients and the optimiser's state
 (:func:`tabzoo.kernels.memory.training_bytes`).
 
 ``predict`` runs without gradients, one layer at a time: what lives at once is the encoded
-context (one ``[p, columns * dim]`` state per ABD layer, ``p`` = the rows of one context
-partition), the working set of the current layer over the ``p`` context rows (its input,
+context (the keys and values, two ``[p, columns * dim]`` tensors, of each ABD layer, ``p`` = the
+rows of one context partition), the working set of the current layer over the ``p`` context rows (its input,
 normalised input, queries/keys/values, attention output, feed-forward; the ABA scores, ``heads x
 p x columns^2``, counted although the CPU kernel may not keep them), and one query chunk's
-attention over the ``p + chunk`` keys. Measured against peak RSS by ``benchmarks/npt_memory.py``.
+attention over the ``p + 1`` keys each query row reads. Measured against peak RSS by ``benchmarks/npt_memory.py``.
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def predict_bytes(cfg: NPTConfig, params: int, n_rows: int, context_size: int, c
     p = partition_rows(n_rows, context_size)
     m = min(chunk_size, n_rows)
     abd_layers = (cfg.n_layers + 1) // 2
-    states = abd_layers * p * c * e
+    states = 2 * abd_layers * p * c * e  # keys and values
     layer = p * c * e * (cfg.ff_mult + 6) + cfg.heads_aba * p * c * c
-    query = (p + m) * c * e * 4 + cfg.n_heads * m * (p + m)
+    query = m * c * e * 6 + cfg.n_heads * m * (p + 1) * 2  # chunk activations; scores and weights
     return FLOAT * (params + states + max(layer, query))
 
 

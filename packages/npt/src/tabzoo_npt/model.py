@@ -21,9 +21,11 @@ A final LayerNorm and per-attribute linear heads map back to each attribute's en
 themselves, so their outputs do not depend on one another.
 
 Because isolated rows never change the context rows, prediction can encode the context once
-(:meth:`NPT.encode_context`: the layer-normalised input of every ABD layer for the context
-rows) and then run any number of query chunks against it (:meth:`NPT.forward_queries`); this
-is numerically the ``isolated`` forward, without re-encoding the context per chunk.
+(:meth:`NPT.encode_context`: the keys and values of every ABD layer for the context rows) and
+then run any number of query chunks against it (:meth:`NPT.forward_queries`); this is
+numerically the ``isolated`` forward, without re-encoding the context per chunk, and each query
+row's own key is read in a fixed column (:func:`read_context_and_self`), so that a row's logits
+do not change in their last bits with its position in the chunk.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from torch import nn
 
 from tabzoo_npt.config import PRESETS, NPTConfig
 
-__all__ = ["NPTConfig", "NPT", "build", "PRESETS", "MAX_ROW_WIDTH", "MIN_DIM", "row_dim"]
+__all__ = ["NPTConfig", "NPT", "build", "PRESETS", "MAX_ROW_WIDTH", "MIN_DIM", "read_context_and_self", "row_dim"]
 
 #: default cap on the ABD row width ``d * e`` (the paper's Breast Cancer model: 31 attributes x
 #: e = 32 = 992, "e = 32 due to memory constraints", appendix C.1.2)
@@ -197,11 +199,12 @@ class NPT(nn.Module):
 
     # -- fixed-context prediction: the context encoded once ------------------------------------
     @torch.no_grad()
-    def encode_context(self, values: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
-        """The context's keys for :meth:`forward_queries`.
+    def encode_context(self, values: torch.Tensor, mask: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The context's keys and values for :meth:`forward_queries`.
 
         :param values, mask: ``[1, n_context, d]`` context cells (as for :meth:`forward`).
-        :return: per ABD layer, the layer-normalised input of the context rows ``[1, n_context, d*e]``.
+        :return: per ABD layer, the per-head keys and values of the context rows
+            ``([1, H, n_context, d*e/H], [1, H, n_context, d*e/H])``.
         """
         self.validate(values, mask, None)
         b, n, d = values.shape
@@ -211,20 +214,22 @@ class NPT(nn.Module):
         for i, layer in enumerate(self.layers):
             if i % 2 == 0:
                 flat = h.reshape(b, n, d * e)
-                states.append(layer.norm1(flat))
+                states.append(layer.attn.project_keys_values(layer.attention_input(flat)))
                 h = layer(flat).reshape(b, n, d, e)
             else:
                 h = layer(h.reshape(b * n, d, e)).reshape(b, n, d, e)
         return states
 
     @torch.no_grad()
-    def forward_queries(self, values: torch.Tensor, mask: torch.Tensor, context: list[torch.Tensor]) -> torch.Tensor:
+    def forward_queries(self, values: torch.Tensor, mask: torch.Tensor,
+                        context: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Logits of isolated query rows against an encoded context (:meth:`encode_context`).
 
         Each query row reads every context row and itself, never another query row (the
-        ``isolated`` forward of the same rows), with the pre-norm block of
-        :class:`tabzoo.nn.TransformerBlock` written out so that the keys of the context come
-        from the cache.
+        ``isolated`` forward of the same rows), through :func:`read_context_and_self` inside the
+        blocks of :class:`tabzoo.nn.TransformerBlock`. Every computation is row-wise with shapes
+        that do not depend on the row's position in the chunk, so a row's logits are the same
+        bits at any position of a chunk of a given size.
 
         :param values, mask: ``[1, m, d]`` query cells.
         :return: ``[1, m, d, out_width]``.
@@ -232,17 +237,40 @@ class NPT(nn.Module):
         self.validate(values, mask, None)
         b, m, d = values.shape
         e = self.config.dim
-        n_c = context[0].shape[1]
-        reads = torch.ones(m, n_c + m, dtype=torch.bool, device=values.device)
-        reads[:, n_c:] = torch.eye(m, dtype=torch.bool, device=values.device)
         h = self.embed(values, mask)
         for i, layer in enumerate(self.layers):
             if i % 2 == 0:
                 flat = h.reshape(b, m, d * e)
-                normed = layer.norm1(flat)
-                flat = flat + layer.attn(normed, torch.cat([context[i // 2], normed], dim=1), mask=reads)
-                h = (flat + layer.dropout(layer.ffn(layer.norm2(flat)))).reshape(b, m, d, e)
+                attn = layer.attn
+                normed = layer.attention_input(flat)
+                k_self, v_self = attn.project_keys_values(normed)
+                read = read_context_and_self(attn.project_queries(normed), *context[i // 2], k_self, v_self)
+                h = layer.after_attention(flat, attn.merge_heads(read)).reshape(b, m, d, e)
             else:
                 h = layer(h.reshape(b * m, d, e)).reshape(b, m, d, e)
         h = self.out_norm(h)
         return torch.einsum("bnje,jeo->bnjo", h, self.w_out) + self.b_out
+
+
+def read_context_and_self(q: torch.Tensor, k_ctx: torch.Tensor, v_ctx: torch.Tensor,
+                          k_self: torch.Tensor, v_self: torch.Tensor) -> torch.Tensor:
+    """Softmax attention of each query over the shared context keys plus its own key.
+
+    Numerically the masked attention of :meth:`NPT.forward` with ``isolated`` query rows, but
+    every query's own key sits in one fixed column (the last) instead of at the query's position
+    among the chunk's keys: a masked kernel sums each row's terms in an order that depends on
+    where its own key falls, so a row's bits would change with its position in a chunk. Here the
+    scores are one GEMM against the context, the softmax is row-wise over ``n_ctx + 1`` columns
+    and the values are one GEMM plus the own term, all independent of the row's position.
+
+    :param q: ``[B, H, m, Dh]`` queries.
+    :param k_ctx, v_ctx: ``[B, H, n_ctx, Dh]`` the context's keys and values.
+    :param k_self, v_self: ``[B, H, m, Dh]`` each query row's own key and value.
+    :return: ``[B, H, m, Dh]`` in the dtype of ``q`` (computed in fp32).
+    """
+    qf = q.float() / q.shape[-1] ** 0.5
+    scores = torch.cat([torch.matmul(qf, k_ctx.float().transpose(-1, -2)),
+                        (qf * k_self.float()).sum(-1, keepdim=True)], dim=-1)  # [B, H, m, n_ctx + 1]
+    p = torch.softmax(scores, dim=-1)
+    out = torch.matmul(p[..., :-1], v_ctx.float()) + p[..., -1:] * v_self.float()
+    return out.to(q.dtype)

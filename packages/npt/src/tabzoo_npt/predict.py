@@ -5,7 +5,9 @@ The context is every training row. Up to ``context_size`` rows (the dense-attent
 (:meth:`NPT.encode_context`), and the query rows are then run against it in chunks of
 ``chunk_size``. Query rows are *isolated*: they read the context rows and themselves, and no row
 reads them. A query row's prediction therefore depends on its own cells, the context and the
-weights only, never on which other rows share its chunk.
+weights only, never on which other rows share its chunk: every chunk runs at one padded shape
+and a row's own key sits in a fixed column, so its logits are the same bits whatever the number,
+order or grouping of the query rows (for a given ``chunk_size``).
 
 Beyond ``context_size`` rows dense attention over the whole table would need memory and time
 quadratic in its size, so the context is split into ``k = ceil(n / context_size)`` disjoint
@@ -70,15 +72,22 @@ def context_partitions(n_rows: int, context_size: int, seed: int) -> list[np.nda
     return [np.sort(part) for part in np.array_split(order, k)]
 
 
-def _query_chunks(model: NPT, qv: torch.Tensor, qm: torch.Tensor, states: list[torch.Tensor],
-                  step: int) -> torch.Tensor:
+def _query_chunks(model: NPT, qv: torch.Tensor, qm: torch.Tensor,
+                  states: list[tuple[torch.Tensor, torch.Tensor]], step: int) -> torch.Tensor:
     """``[n_query, d, out_width]`` logits of query rows ``qv, qm [n_query, d]`` in chunks of ``step``.
 
-    A row's logits do not depend on the other rows of its chunk; they may differ in the last
-    float bits (~1e-6) between chunk compositions, as the CPU kernels round differently per shape.
+    Every chunk runs at the one shape ``[1, step, d]``: the last (or only) chunk is padded with
+    all-hidden rows, whose logits are dropped. Query rows never read one another and every
+    operation is row-wise at a fixed shape (:meth:`NPT.forward_queries`), so a row's logits are
+    bit-identical whatever the number of query rows, their order, or the other rows of its chunk.
     """
+    n, d = qv.shape
+    pad = -n % step
+    if pad:
+        qv = torch.cat([qv, qv.new_zeros(pad, d)])
+        qm = torch.cat([qm, qm.new_ones(pad, d)])
     return torch.cat([model.forward_queries(qv[None, s:s + step], qm[None, s:s + step], states)[0].float().cpu()
-                      for s in range(0, len(qv), step)])
+                      for s in range(0, n + pad, step)])[:n]
 
 
 @torch.no_grad()
