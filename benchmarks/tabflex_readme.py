@@ -52,6 +52,17 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
         [("lightgbm", "LightGBM"), ("linear", "Ridge"), ("tabflex-long", "tabflex-long (the default)"),
          ("tabflex", "tabflex-icl")],
         "mean R²"),
+    "suite-29x3": (
+        "realdata-2026-11-23-tflocal.json", "classification", "roc_auc", (0, 1, 2),
+        [("tabflex", "tabflex (`tabflex-icl`, the default then)"), ("linear", "LogisticRegression"),
+         ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"), ("hist_gbdt", "HistGradientBoosting"),
+         ("random_forest", "RandomForest")],
+        "mean ROC-AUC"),
+    "suite-regression-11x3": (
+        "realdata-2026-11-23-tflocal.json", "regression", "r2", (0, 1, 2),
+        [("tabflex", "tabflex (`tabflex-icl`, untuned, the default then)"), ("linear", "Ridge"), ("xgboost", "XGBoost"),
+         ("hist_gbdt", "HistGradientBoosting")],
+        "mean R²"),
     "regression-ft": (
         ("realdata-2026-11-27-regression-ft-s0.json", "realdata-2026-11-27-regression-ft-s12.json"),
         "regression", "r2", (0, 1, 2),
