@@ -277,7 +277,8 @@ def run_curves(tables: list[tuple[Any, pd.DataFrame, pd.Series]], runners: list[
                warned: dict[str, Counter]) -> dict[str, Any]:
     """Accuracy against training rows on the large classification tables (fixed test set)."""
     curves: dict[str, Any] = {}
-    chosen = [r for r in runners if r.name in CURVE_MODELS]
+    extra = {item.partition("=")[0] for item in args.variant}  # --variant runners join the curves too
+    chosen = [r for r in runners if r.name in CURVE_MODELS or r.name in extra]
     todo = [(spec, X, y) for spec, X, y in tables if spec.curve and spec.task == "classification"]
     bar = _progress(len(todo) * len(chosen), "curves")
     for spec, X, y in todo:
@@ -339,7 +340,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARCH:JSON",
                    help="one more tabzoo runner NAME: architecture ARCH with these estimator kwargs, e.g. "
-                        "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side)")
+                        "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side, on the learning curves too)")
     p.add_argument("--every-split", action="append", default=[], metavar="MODEL",
                    help=f"run MODEL on every split (repeatable; by default {sorted(FIRST_SPLIT_ONLY)} run on "
                         "split 0 only, a stated time cap)")
