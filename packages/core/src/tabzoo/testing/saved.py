@@ -17,10 +17,31 @@ import numpy as np
 
 
 def fingerprint() -> str:
-    """CPU, torch and Python versions: where bitwise equality can be expected."""
+    """CPU model and SIMD level, torch, NumPy and Python versions: where bitwise equality can be expected.
+
+    ``platform.processor()`` is empty on Linux, so the CPU model is read from ``/proc/cpuinfo``; the
+    SIMD level is torch's kernel dispatch (``AVX2``, ``AVX512``, ...). Two x86_64 machines with the
+    same torch once had the same fingerprint and the AVX512 one failed the bitwise comparison by
+    float rounding (4e-7 relative; bitwise again with the AVX2 paths of ATen, MKL and oneDNN forced).
+    """
     import torch
 
-    return f"{platform.machine()} {platform.processor()} torch {torch.__version__} python {sys.version.split()[0]}"
+    cpu = getattr(torch.backends, "cpu", None)
+    simd = cpu.get_cpu_capability() if cpu is not None and hasattr(cpu, "get_cpu_capability") else "?"
+    return (f"{platform.machine()} {_cpu_model() or platform.processor()} {simd} torch {torch.__version__} "
+            f"numpy {np.__version__} python {sys.version.split()[0]}")
+
+
+def _cpu_model() -> str:
+    """The first ``model name`` of ``/proc/cpuinfo`` (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def estimator_inputs(seed: int = 20261127) -> dict[str, np.ndarray]:
