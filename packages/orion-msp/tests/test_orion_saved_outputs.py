@@ -50,7 +50,10 @@ CASES = sorted(_cases())
 @pytest.mark.parametrize("name", CASES)
 def test_saved_outputs_are_reproduced(name: str) -> None:
     torch.set_num_threads(1)
-    saved.assert_reproduced(DATA, name, _predict(name))
+    # off the writing machine: rtol 1e-4. The same code differs by up to 2.4e-5 relative between
+    # torch's AVX512 and AVX2 kernel paths on one CPU (issue 24's fail-before document, section 4),
+    # more than the core's default 1e-5; on the writing machine the comparison stays bitwise
+    saved.assert_reproduced(DATA, name, _predict(name), rtol=1e-4)
 
 
 def test_saved_inputs_are_today_inputs() -> None:
