@@ -19,8 +19,7 @@
   Adam, weight decay 1e-5 (paper appendix), a cosine learning-rate decay over ``--epochs``,
   early stopping on the validation split (patience ``--patience``, best weights restored),
   embedding ``--d-embed`` for every neural model. ``multitab`` = MultiTab-Net (multi-token,
-  T-/->T mask: the paper's choice; the estimator's default ``row_ff_mult``: 3 since issue 26, 1 in the runs
-  before the evening of 2026-11-27, ``mt_rff1`` pins 1), ``mt_twin`` (``mt_rff3_twin``: with ``row_ff_mult=3``) = one
+  T-/->T mask: the paper's choice, with the estimator's default ``row_ff_mult``; ``mt_rff1`` pins it to 1), ``mt_twin`` (``mt_rff3_twin``: with ``row_ff_mult=3``) = one
   single-task MultiTab-Net per task,
   ``stl`` = one MLP per task, ``gbdt`` = scikit-learn HistGradientBoosting per task (early
   stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
@@ -56,7 +55,7 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mt_nomask": dict(architecture="multitab", mask="none"),
              # issue 26's small-n options: the inter-sample feed-forward 3x wider, and rows reading only themselves
              "mt_rff3": dict(architecture="multitab", row_ff_mult=3),
-             # the paper's square inter-sample feed-forward (the estimator's default was 1 until issue 26 chose 3)
+             # the paper's square inter-sample feed-forward, pinned (the estimator's default, today)
              "mt_rff1": dict(architecture="multitab", row_ff_mult=1),
              "mt_rff3_self": dict(architecture="multitab", row_ff_mult=3, row_scope="self")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's

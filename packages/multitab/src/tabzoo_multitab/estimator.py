@@ -87,13 +87,12 @@ class MultiTabEstimator(BaseEstimator):
     :param row_scope: ``"rows"`` (the paper: inter-sample attention reads the other rows) or
         ``"self"`` (each row reads only itself: a per-row layer over the flattened row).
     :param row_ff_mult: the inter-sample feed-forward's width as a multiple of its input width.
-        Default 3 (issue 26, by evidence): on MultiTab-Bench (300 training rows) it raised Δm
-        against the single-task MLP in 12 of 12 paired runs at token width 8 (4 settings x 3 seeds,
-        -6.3 vs -8.3 %) and 5 of 6 at width 16 (-7.9 vs -10.1 %)
-        (``benchmarks/results/multitab-options-b-2026-11-27.json``, ``multitab-options-e16-2026-11-27.json``);
-        on 4 real tables it was even with 1 (-2.3 vs -1.8 %, within the seed spread). At width 8 its hidden width 264 is the paper's
-        transformer hidden size (256). ``1`` is the bare :class:`MultiTabConfig`'s default (a
-        square feed-forward; checkpoints store the value they were built with).
+        Default 1 (the paper's square block). ``3`` converges in fewer epochs: at a 40-epoch budget
+        it raised Δm against the single-task MLP in 12 of 12 paired MultiTab-Bench runs at token
+        width 8 (-6.3 vs -8.3 %) and 5 of 6 at width 16, but trained to convergence (150 epochs,
+        patience 15) the two were even (-5.7 vs -5.6 %, 3 of 6), and on 4 real tables too (issue 26;
+        ``benchmarks/results/multitab-options-{b,e16,long}-2026-11-27.json``), while each epoch
+        costs 7-19% more; so it is an option for a small epoch budget, not the default.
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
@@ -116,7 +115,7 @@ class MultiTabEstimator(BaseEstimator):
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
-                 row_scope: str = "rows", row_ff_mult: int = 3) -> None:
+                 row_scope: str = "rows", row_ff_mult: int = 1) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
