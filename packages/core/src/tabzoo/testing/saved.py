@@ -17,10 +17,16 @@ import numpy as np
 
 
 def fingerprint() -> str:
-    """CPU, torch and Python versions: where bitwise equality can be expected."""
+    """CPU, torch and Python versions: where bitwise equality can be expected.
+
+    It names torch's CPU kernel capability (e.g. ``AVX2``, ``AVX512``): the same torch build takes other SIMD
+    paths on another CPU generation, which round differently (``platform.processor()`` is often empty).
+    """
     import torch
 
-    return f"{platform.machine()} {platform.processor()} torch {torch.__version__} python {sys.version.split()[0]}"
+    cap = torch.backends.cpu.get_cpu_capability()
+    return (f"{platform.machine()} {platform.processor()} {cap} torch {torch.__version__} "
+            f"python {sys.version.split()[0]}")
 
 
 def estimator_inputs(seed: int = 20261127) -> dict[str, np.ndarray]:
