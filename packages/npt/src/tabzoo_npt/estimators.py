@@ -65,7 +65,10 @@ class _NPTBase(BaseEstimator):
         ours: NPT-Base, C.1.1, is e = 64, 8 layers, 8 heads, 4x, too slow on 2 cores).
     :param steps: optimisation steps; 300 (ours: the paper trains 2,000-10,000 full-batch epochs
         on its small tables, C.1.2). With the annealed trade-off fewer than ~150 steps leave the
-        target loss barely trained: the README's old 40-step example predicted the mean.
+        target loss barely trained: the README's old 40-step example predicted the mean. Measured
+        with ``small`` on 3,500-7,000 training rows (22-84 CPU s): converged on three of four tables,
+        still improving on computers_price (600 steps: +0.012 R²); README "Tables of 5,000-10,000
+        rows", ``benchmarks/results/npt-converge-2026-11-27-evening.json``.
     :param lr: base learning rate of LAMB (betas 0.9/0.999, eps 1e-6, Lookahead k = 6, alpha =
         0.5), flat for ``flat_fraction`` of the steps, then cosine to 0 (C.1.1). 1e-2 (ours: ten
         times the paper's 1e-3, for ten times fewer steps). LAMB moves every weight tensor by
