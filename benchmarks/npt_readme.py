@@ -27,7 +27,7 @@ from tabflex_readme import _ranks, blocks_in  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "npt" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
-SUITE = "realdata-npt-2026-11-27-3split-ab.json"
+SUITE = "realdata-npt-2026-11-27-3split.json"
 PEERS = {"classification": [("linear", "LogisticRegression")], "regression": [("linear", "Ridge")]}
 COMMON = [("random_forest", "RandomForest"), ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"),
           ("catboost", "CatBoost"), ("tabflex", "TabFlex")]
