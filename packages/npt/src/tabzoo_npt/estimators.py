@@ -109,9 +109,9 @@ class _NPTBase(BaseEstimator):
         columns (256) ``fit`` refuses with the fix (:func:`tabzoo_npt.model.row_dim`).
     :param progress: tqdm progress bar during fit.
 
-    Memory: ``fit`` estimates its peak (parameters, gradients and Adam state, the attention and
-    feed-forward activations of a training batch and of a prediction chunk) from the table's shape
-    before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
+    Memory: ``fit`` estimates its peak (parameters, gradients, LAMB's moments, Lookahead's slow
+    weights, the attention and feed-forward activations of a training batch and of a prediction
+    chunk) from the table's shape before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
     and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). ABD
     attention mixes whole rows of ``columns * dim`` values, so without ``max_row_width`` the
     parameters grow with the square of the column count.
