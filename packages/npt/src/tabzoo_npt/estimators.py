@@ -65,7 +65,10 @@ class _NPTBase(BaseEstimator):
         ours: NPT-Base, C.1.1, is e = 64, 8 layers, 8 heads, 4x, too slow on 2 cores).
     :param steps: optimisation steps; 300 (ours: the paper trains 2,000-10,000 full-batch epochs
         on its small tables, C.1.2). With the annealed trade-off fewer than ~150 steps leave the
-        target loss barely trained: the README's old 40-step example predicted the mean.
+        target loss barely trained: the README's old 40-step example predicted the mean. Measured
+        with ``small`` on 3,500-7,000 training rows (22-84 CPU s): converged on three of four tables,
+        still improving on computers_price (600 steps: +0.012 R²); README "Tables of 5,000-10,000
+        rows", ``benchmarks/results/npt-converge-2026-11-27-evening.json``.
     :param lr: base learning rate of LAMB (betas 0.9/0.999, eps 1e-6, Lookahead k = 6, alpha =
         0.5), flat for ``flat_fraction`` of the steps, then cosine to 0 (C.1.1). 1e-2 (ours: ten
         times the paper's 1e-3, for ten times fewer steps). LAMB moves every weight tensor by
@@ -106,9 +109,9 @@ class _NPTBase(BaseEstimator):
         columns (256) ``fit`` refuses with the fix (:func:`tabzoo_npt.model.row_dim`).
     :param progress: tqdm progress bar during fit.
 
-    Memory: ``fit`` estimates its peak (parameters, gradients and Adam state, the attention and
-    feed-forward activations of a training batch and of a prediction chunk) from the table's shape
-    before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
+    Memory: ``fit`` estimates its peak (parameters, gradients, LAMB's moments, Lookahead's slow
+    weights, the attention and feed-forward activations of a training batch and of a prediction
+    chunk) from the table's shape before it builds anything, and raises :class:`~tabzoo.errors.MemoryLimitError` with the estimate
     and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory). ABD
     attention mixes whole rows of ``columns * dim`` values, so without ``max_row_width`` the
     parameters grow with the square of the column count.

@@ -2,8 +2,8 @@
 
 ``fit``: one training step keeps every layer's activations of a batch for the backward pass
 (hidden states, feed-forward, the ABD scores ``heads x batch^2`` and the ABA scores ``heads x
-batch x columns^2``), plus parameters, gradients and the optimiser's state
-(:func:`tabzoo.kernels.memory.training_bytes`).
+batch x columns^2``), plus parameters, gradients and the optimiser's state: LAMB's two moments
+(:func:`tabzoo.kernels.memory.training_bytes`) and Lookahead's slow copy of the weights.
 
 ``predict`` runs without gradients, one layer at a time: what lives at once is the encoded
 context (the keys and values, two ``[p, columns * dim]`` tensors, of each ABD layer, ``p`` = the
@@ -76,5 +76,6 @@ def predict_bytes(cfg: NPTConfig, params: int, n_rows: int, context_size: int, c
 
 
 def fit_bytes(cfg: NPTConfig, params: int, batch_rows: int) -> float:
-    """Peak bytes of one training step on ``batch_rows`` rows."""
-    return training_bytes(params, fit_activations(cfg, batch_rows))
+    """Peak bytes of one training step on ``batch_rows`` rows: the core's count (parameters,
+    gradients, two moments, activations) plus Lookahead's slow copy of the weights."""
+    return training_bytes(params, fit_activations(cfg, batch_rows)) + FLOAT * params

@@ -1,0 +1,126 @@
+"""The real-data suite figures of ``packages/npt/README.md``, generated from a committed result file.
+
+    uv run python benchmarks/npt_readme.py            # print the blocks
+    uv run python benchmarks/npt_readme.py --write    # rewrite them in the README
+    uv run python benchmarks/npt_readme.py --check    # exit 1 when the README disagrees
+
+Each block sits in the README between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` (the
+markers of ``benchmarks/tabflex_readme.py``, whose parser and ranking this reuses) and is rendered
+from the suite's records (``benchmarks/realdata.py``: per table, model and split, status, metrics and
+seconds). Only the (table, split) pairs where every model of the block finished are counted, so
+every model is compared on the same pairs. ``tests/test_npt_readme_figures.py`` fails when a block
+and its JSON disagree. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tabflex_readme import _ranks, blocks_in  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "packages" / "npt" / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
+SUITE = "realdata-npt-2026-11-27-3split.json"
+PEERS = {"classification": [("linear", "LogisticRegression")], "regression": [("linear", "Ridge")]}
+COMMON = [("random_forest", "RandomForest"), ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"),
+          ("catboost", "CatBoost"), ("tabflex", "TabFlex")]
+METRIC = {"classification": ("roc_auc", "ROC-AUC"), "regression": ("r2", "R²")}
+#: block name -> (result file, task)
+BLOCKS: dict[str, tuple[str, str]] = {"suite-classification": (SUITE, "classification"),
+                                      "suite-regression": (SUITE, "regression")}
+
+
+def _pairs(path: Path, task: str, metric: str) -> dict[tuple[str, int], dict[str, tuple[float, float]]]:
+    """(table, split) -> model -> (metric, fit+predict seconds) of the ``ok`` records."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out: dict[tuple[str, int], dict[str, tuple[float, float]]] = defaultdict(dict)
+    for r in data["records"]:
+        if r["task"] == task and r["status"] == "ok" and r["metrics"].get(metric) is not None:
+            out[(r["table"], int(r["split"]))][r["model"]] = (float(r["metrics"][metric]), float(r["fit_predict_s"]))
+    return out
+
+
+def render_block(name: str) -> str:
+    """The markdown of block ``name`` (see the module docstring)."""
+    file, task = BLOCKS[name]
+    metric, label = METRIC[task]
+    runners = [("npt", "**NPT**")] + PEERS[task] + COMMON
+    names = [r for r, _ in runners]
+    scores = _pairs(RESULTS / file, task, metric)
+    pairs = sorted(p for p, by in scores.items() if all(r in by for r in names))
+    if not pairs:
+        raise ValueError(f"{file}: no {task} (table, split) has a result for all of {names}")
+    splits = sorted({s for _, s in pairs})
+    tables = sorted({t for t, _ in pairs})
+    rank_sum: dict[str, float] = defaultdict(float)
+    for p in pairs:
+        for r, rank in _ranks({r: scores[p][r][0] for r in names}).items():
+            rank_sum[r] += rank
+    lines = [f"`benchmarks/results/{file}`: {len(tables)} {task} tables x splits {splits}, the {len(pairs)} "
+             f"(table, split) pairs where all {len(names)} models finished ({', '.join(tables)}). Mean "
+             f"{label} per split (over its tables), then the mean over the splits; rank and wins over the pairs.",
+             "", f"| model | mean {label} | per split | mean rank of {len(names)} | NPT wins-ties-losses vs it "
+             "| mean s per fit |", "| --- | --- | --- | --- | --- | --- |"]
+    means: dict[str, float] = {}
+    for r, lab in runners:
+        per_split = [statistics.fmean(scores[p][r][0] for p in pairs if p[1] == s) for s in splits]
+        means[r] = statistics.fmean(per_split)
+        secs = statistics.fmean(scores[p][r][1] for p in pairs)
+        if r == "npt":
+            record = "-"
+        else:
+            gaps = [scores[p]["npt"][0] - scores[p][r][0] for p in pairs]
+            record = f"{sum(g > 0 for g in gaps)}-{sum(g == 0 for g in gaps)}-{sum(g < 0 for g in gaps)}"
+        lines.append(f"| {lab} | {statistics.fmean(per_split):.4f} | {' / '.join(f'{v:.3f}' for v in per_split)} "
+                     f"| {rank_sum[r] / len(pairs):.2f} | {record} | {secs:.1f} |")
+    rank = {r: rank_sum[r] / len(pairs) for r in names}
+    linear = PEERS[task][0][1]
+    lines += ["", f"Targets: mean {label} above {linear}'s: {'met' if means['npt'] > means['linear'] else 'not met'} "
+              f"({means['npt']:.4f} vs {means['linear']:.4f}); mean rank better than XGBoost's: "
+              f"{'met' if rank['npt'] < rank['xgboost'] else 'not met'} ({rank['npt']:.2f} vs {rank['xgboost']:.2f})."]
+    return "\n".join(lines)
+
+
+def write(text: str) -> str:
+    """``text`` with every block of :data:`BLOCKS` re-rendered (each marker pair is replaced once)."""
+    for name, body in blocks_in(text).items():
+        if name in BLOCKS:
+            head = f"<!-- results:{name} -->\n"
+            text = text.replace(head + body + "\n", head + render_block(name) + "\n", 1)
+    return text
+
+
+def stale(text: str) -> list[str]:
+    """The blocks of :data:`BLOCKS` missing from ``text`` or disagreeing with their result file."""
+    found = blocks_in(text)
+    return [n for n in BLOCKS if found.get(n) != render_block(n)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the blocks; ``--write`` rewrites them in the README; ``--check`` exits 1 on a stale one."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the blocks in the README")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a block is missing or stale")
+    a, text = parser.parse_args(argv), README.read_text(encoding="utf-8")
+    if a.write:
+        README.write_text(write(text), encoding="utf-8")
+    elif a.check:
+        for n in stale(text):
+            print(f"{README}: block {n} is missing or disagrees with {BLOCKS[n][0]}; run benchmarks/npt_readme.py "
+                  "--write", file=sys.stderr)
+        return 1 if stale(text) else 0
+    else:
+        print("\n\n".join(f"<!-- results:{n} -->\n{render_block(n)}\n<!-- /results:{n} -->" for n in BLOCKS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
