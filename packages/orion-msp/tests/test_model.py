@@ -180,3 +180,17 @@ def test_pad_features_reproduces_the_pretraining_layout(n_features, seed) -> Non
     torch.testing.assert_close(padded, in_batch, atol=1e-5, rtol=1e-5)
     if n_features < width:  # the empty tokens take part in the row attention
         assert not torch.allclose(cut, padded, atol=1e-4)
+
+
+def test_the_row_stage_in_chunks_of_rows_equals_one_piece(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``RowInteraction`` runs ``ROW_CHUNK`` rows at a time to bound its memory; rows are independent,
+    so chunks of 3 rows (11 chunks here, the last one short) give what one piece gives."""
+    from tabzoo_orion_msp import rows as rows_mod
+
+    torch.manual_seed(0)
+    e = torch.randn(2, 16, 7, tiny.cfg.d)  # [B, N, m, d]: 32 rows
+    whole = tiny.rows(e)
+    monkeypatch.setattr(rows_mod, "ROW_CHUNK", 3)
+    chunked = tiny.rows(e)
+    assert chunked.shape == whole.shape == (2, 16, tiny.cfg.n_cls * tiny.cfg.d)
+    torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-6)

@@ -36,7 +36,10 @@ from torch import nn
 
 from tabzoo_orion_msp.config import OrionConfig
 
-__all__ = ["RowInteraction", "ScaleEncoder", "row_mask", "sinusoidal"]
+__all__ = ["RowInteraction", "ScaleEncoder", "row_mask", "sinusoidal", "ROW_CHUNK"]
+
+#: rows (batch items x table rows) run through the row stage at once; bounds its peak memory
+ROW_CHUNK = 2048
 
 
 def sinusoidal(n: int, d: int, device: torch.device | None = None) -> torch.Tensor:
@@ -138,14 +141,24 @@ class RowInteraction(nn.Module):
         return [enc.mask for enc in self.scales]
 
     def forward(self, e: torch.Tensor) -> torch.Tensor:
-        """:param e: ``[B, N, m, d]``. :return: ``[B, N, n_cls * d]`` (eqs. 23-24)."""
+        """:param e: ``[B, N, m, d]``. :return: ``[B, N, n_cls * d]`` (eqs. 23-24).
+
+        Rows are processed :data:`ROW_CHUNK` at a time (each row on its own, so the result is the
+        same): the activations of one scale are ``[rows, n_special + K_s, d]`` several times over,
+        which for 4 members x 4,000 rows x 108 tokens peaked at 3.2 GB in one piece.
+        """
         b, n, m, d = e.shape
         rows = e.reshape(b * n, m, d)
         special = torch.cat([self.cls, self.glob], dim=0)
+        parts = [self._cls_mean(rows[i:i + ROW_CHUNK], special) for i in range(0, rows.shape[0], ROW_CHUNK)]
+        agg = parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
+        return self.norm(agg.reshape(b, n, self.cfg.n_cls * d))
+
+    def _cls_mean(self, rows: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+        """``[R, m, d]`` cell embeddings -> ``[R, n_cls, d]`` CLS outputs averaged over the scales."""
         agg = None
         for enc in self.scales:
             h = enc(rows, special)
             agg = h if agg is None else agg + h
         assert agg is not None
-        agg = agg / len(self.scales)
-        return self.norm(agg.reshape(b, n, self.cfg.n_cls * d))
+        return agg / len(self.scales)
