@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
-from ramba_tasks_model import RESULTS, _draw, _metric, _tuned_params  # noqa: E402
+from ramba_tasks_model import RESULTS, _draws, _metric, _tuned_params  # noqa: E402
 
 
 def main() -> None:
@@ -32,9 +32,7 @@ def main() -> None:
     bt = get_task("nyc-dep-delayed")
     db = bt.load()
     full = bt.split(db)
-    rng = np.random.default_rng(12345)
-    draw = {"train": _draw(full["train"], 1000, rng), "val": _draw(full["val"], 300, rng),
-            "test": _draw(full["test"], 1000, rng)}
+    draw = _draws(full, 1000, 300, 1000)
     feats = {k: flat_features(db, bt.task, v.seeds) for k, v in draw.items()}
     names = sorted(feats["train"])
     calendar = [n for n in names if n.endswith(("_dow", "_doy", "_year", "dow", "doy", "year"))]

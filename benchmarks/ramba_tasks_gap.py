@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
-from ramba_tasks_model import _draw, _metric, _tuned_params  # noqa: E402
+from ramba_tasks_model import _draws, _metric, _tuned_params  # noqa: E402
 
 OUTCOMES = ("dep_delayed_", "dep_delay_", "arr_delay_")
 
@@ -113,9 +113,7 @@ def main() -> None:
     bt = get_task("nyc-dep-delayed")
     db = bt.load()
     full = bt.split(db)
-    rng = np.random.default_rng(12345)
-    draw = {"train": _draw(full["train"], 5000, rng), "val": _draw(full["val"], 300, rng),
-            "test": _draw(full["test"], 1000, rng)}
+    draw = _draws(full, 5000, 300, 1000)
     out: dict[str, Any] = {"task": bt.name, "n": {k: len(v) for k, v in draw.items()}, "draw_seed": 12345,
                            "machine": machine_info()}
     samplers = [tuple(int(x) for x in s.split("x")) for s in args.samplers.split(",")]

@@ -46,6 +46,14 @@ def _draw(split: Any, n: int, rng: np.random.Generator) -> Any:
     return Split([split.seeds[i] for i in idx], split.y[idx])
 
 
+def _draws(full: dict[str, Any], n_train: int, n_val: int, n_test: int, seed: int = 12345) -> dict[str, Any]:
+    """The train/val/test draws of a task's time split (:func:`_draw` each, one generator in that
+    order), as every Ramba task benchmark takes them."""
+    rng = np.random.default_rng(seed)
+    return {"train": _draw(full["train"], n_train, rng), "val": _draw(full["val"], n_val, rng),
+            "test": _draw(full["test"], n_test, rng)}
+
+
 def _metric(kind: str, y: np.ndarray, p: np.ndarray) -> float:
     from tabzoo.metrics import r2_score, roc_auc
 
@@ -205,9 +213,7 @@ def main() -> None:
     t0 = time.time()
     db = bt.load()
     full = bt.split(db)
-    rng = np.random.default_rng(12345)
-    draw = {"train": _draw(full["train"], args.train, rng), "val": _draw(full["val"], args.val, rng),
-            "test": _draw(full["test"], args.test, rng)}
+    draw = _draws(full, args.train, args.val, args.test)
     out: dict[str, Any] = {"task": args.task, "metric": bt.metric, "kind": bt.task.kind,
                            "n": {k: len(v) for k, v in draw.items()}, "n_full": {k: len(v) for k, v in full.items()},
                            "draw_seed": 12345, "load_average_at_start": list(os.getloadavg()), "models": {}}
