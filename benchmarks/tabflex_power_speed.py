@@ -23,19 +23,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def two_branch(x: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """The transform before the change: both branches on every entry, then selected."""
-    pos, lam_b = x >= 0, np.broadcast_to(lam, x.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a = np.where(np.abs(lam_b) < 1e-6, np.log1p(np.maximum(x, 0)),
-                     (np.power(np.maximum(x, 0) + 1, lam_b) - 1) / np.where(np.abs(lam_b) < 1e-6, 1, lam_b))
-        l2 = 2 - lam_b
-        b = np.where(np.abs(l2) < 1e-6, -np.log1p(np.maximum(-x, 0)),
-                     -(np.power(np.maximum(-x, 0) + 1, l2) - 1) / np.where(np.abs(l2) < 1e-6, 1, l2))
-    return np.where(pos, a, b)
+def _reference() -> Any:
+    """The transform before the change (both branches on every entry, then selected): the
+    reference that ``packages/core/tests/test_members.py`` keeps, loaded from there (one copy)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "packages/core/tests/test_members.py"
+    spec = importlib.util.spec_from_file_location("_test_members_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._yeo_johnson_both_branches
 
 
 def main(out: str) -> dict[str, Any]:
+    two_branch = _reference()
     import torch
     from _machine import machine_info
     from _realdata_tables import get_table, load_table
