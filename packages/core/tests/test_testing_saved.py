@@ -23,7 +23,8 @@ def _with_simd(monkeypatch: pytest.MonkeyPatch, level: str) -> str:
 
 def test_the_fingerprint_tells_simd_levels_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _with_simd(monkeypatch, "AVX2") != _with_simd(monkeypatch, "AVX512")
-    assert "AVX512" in _with_simd(monkeypatch, "AVX512")
+    fp = _with_simd(monkeypatch, "AVX512")
+    assert "AVX512" in fp.split() and f"torch {torch.__version__}" in fp
 
 
 def test_the_fingerprint_names_the_cpu_model_where_linux_has_one() -> None:
@@ -48,3 +49,18 @@ def test_a_file_from_another_simd_level_is_compared_within_rounding(tmp_path: Pa
     _with_simd(monkeypatch, "AVX2")  # the writing machine: bit for bit
     with pytest.raises(AssertionError, match="bitwise"):
         saved.assert_reproduced(data, "case", want * (1 + 4e-7))
+
+
+def test_a_plugin_states_a_wider_rounding_bound_with_rtol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "out.npz"
+    want = np.array([0.25, 0.75])
+    _with_simd(monkeypatch, "AVX2")
+    saved.write(data, {}, ["case"], lambda name: want)
+    _with_simd(monkeypatch, "AVX512")
+    got = want * (1 + 2.4e-5)  # ORION-MSP's spread between SIMD paths
+    with pytest.raises(AssertionError, match="changed"):
+        saved.assert_reproduced(data, "case", got)  # the default rtol 1e-5
+    saved.assert_reproduced(data, "case", got, rtol=1e-4)
+    saved.assert_all_reproduced(data, {"case": got}, rtol=1e-4)
+    with pytest.raises(AssertionError, match="changed"):
+        saved.assert_reproduced(data, "case", want * (1 + 1e-3), rtol=1e-4)
