@@ -94,7 +94,7 @@ def _npt_run(args: argparse.Namespace) -> dict[str, Any]:
     if labels is not None:  # estimator classes are sorted labels, as the suite's
         assert list(est.classes_) == labels
     metrics = _score(spec.task, y.iloc[te], np.asarray(out, dtype=np.float64), labels)
-    cfg = NPTFitConfig(steps=int(est.steps), flat_fraction=float(est.flat_fraction))  # for min_steps
+    cfg = NPTFitConfig(steps=est._steps(), flat_fraction=float(est.flat_fraction))  # for min_steps
     return {"kind": "npt", "table": spec.name, "task": spec.task, "split": args.split, "tag": args.tag,
             "train_rows": int(len(tr)), "test_rows": int(len(te)), "features": int(X.shape[1]),
             "settings": overrides, "validation_rows": int(est.validation_rows_), "steps_done": hist.steps,

@@ -63,12 +63,17 @@ class _NPTBase(BaseEstimator):
     :param preset: architecture preset (``"tiny"``, ``"small"``, ``"base"``); the next four
         override it. Default ``"small"`` (e = 32, 4 layers, 4 heads, 2x feed-forward, dropout 0.1;
         ours: NPT-Base, C.1.1, is e = 64, 8 layers, 8 heads, 4x, too slow on 2 cores).
-    :param steps: optimisation steps; 300 (ours: the paper trains 2,000-10,000 full-batch epochs
-        on its small tables, C.1.2). With the annealed trade-off fewer than ~150 steps leave the
-        target loss barely trained: the README's old 40-step example predicted the mean. Measured
-        with ``small`` on 3,500-7,000 training rows (22-84 CPU s): converged on three of four tables,
-        still improving on computers_price (600 steps: +0.012 R²); README "Tables of 5,000-10,000
-        rows", ``benchmarks/results/npt-converge-2026-11-27-evening.json``.
+    :param steps: optimisation steps; ``None`` (default): 300 for :class:`NPTClassifier`, 1,200
+        for :class:`NPTRegressor` (ours: the paper trains 2,000-10,000 full-batch epochs on its
+        small tables, C.1.2; with early stopping, which never stops before half the budget, as the
+        learning rate anneals from then on). With the annealed trade-off fewer than ~150 steps
+        leave the target loss barely trained: the README's old 40-step example predicted the mean.
+        Measured with ``small`` on 3,500-7,000 training rows (``benchmarks/npt_converge.py``,
+        ``benchmarks/results/npt-converge-2026-11-28.json``; README "Tables of 5,000-10,000
+        rows"): classification converged within 300 steps (best validation at steps 150-300 on
+        mlc_churn, wa_churn, default; 78-84 CPU s), and a 600-step budget did not help it (ROC-AUC
+        -0.012, +0.003, +0.003); regression on computers_price kept improving up to ~1,100 steps
+        (R² 0.864 at 300, 0.875 at 600, 0.882 at 1,200 against tuned LightGBM's 0.883; 133 CPU s).
     :param lr: base learning rate of LAMB (betas 0.9/0.999, eps 1e-6, Lookahead k = 6, alpha =
         0.5), flat for ``flat_fraction`` of the steps, then cosine to 0 (C.1.1). 1e-2 (ours: ten
         times the paper's 1e-3, for ten times fewer steps). LAMB moves every weight tensor by
@@ -118,10 +123,12 @@ class _NPTBase(BaseEstimator):
     """
 
     _n_targets = 1
+    #: the step budget of ``steps=None`` (NPTRegressor: 1,200; see the ``steps`` parameter)
+    _default_steps = 300
 
     def __init__(self, *, preset: str = "small", dim: int | None = None, n_layers: int | None = None,
-                 n_heads: int | None = None, dropout: float | None = None, steps: int = 300, lr: float = 1e-2,
-                 flat_fraction: float = 0.5, batch_size: int | None = None, p_feature: float = 0.15,
+                 n_heads: int | None = None, dropout: float | None = None, steps: int | None = None,
+                 lr: float = 1e-2, flat_fraction: float = 0.5, batch_size: int | None = None, p_feature: float = 0.15,
                  p_target: float = 0.5, validation_fraction: float = 0.1,
                  min_validation_rows: int = MIN_VALIDATION_ROWS, eval_every: int = 25, patience: int = 6,
                  context_size: int = DENSE_CONTEXT, chunk_size: int = 256, mode: str = "inductive",
@@ -136,12 +143,16 @@ class _NPTBase(BaseEstimator):
         self.mode, self.progress, self.random_state, self.device = mode, progress, random_state, device
 
     # -- helpers --------------------------------------------------------------------------------
+    def _steps(self) -> int:
+        """The step budget: ``steps``, or this estimator's measured default when it is ``None``."""
+        return int(self._default_steps if self.steps is None else self.steps)
+
     def _batch_rows(self, n_rows: int) -> int:
         """Rows per training batch on a table of ``n_rows`` rows (``batch_size``, or the rule of ``None``)."""
         return auto_batch_rows(n_rows) if self.batch_size is None else int(self.batch_size)
 
     def _train_config(self, n_rows: int) -> NPTFitConfig:
-        return NPTFitConfig(steps=int(self.steps), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
+        return NPTFitConfig(steps=self._steps(), lr=float(self.lr), flat_fraction=float(self.flat_fraction),
                            batch_size=self._batch_rows(n_rows), p_feature=float(self.p_feature),
                            p_target=float(self.p_target), eval_every=int(self.eval_every),
                            patience=int(self.patience), context_size=int(self.context_size), mode=self.mode,
@@ -221,7 +232,7 @@ class _NPTBase(BaseEstimator):
         if self.validation_fraction and not len(pick):
             logger.info("%s: %d rows are too few for a validation split of >= %d rows (a quarter at most); "
                         "training the fixed budget of %d steps without early stopping.", type(self).__name__,
-                        len(values), self.min_validation_rows, self.steps)
+                        len(values), self.min_validation_rows, self._steps())
         cfg = self._train_config(len(train_idx) + (0 if unlabeled is None else len(unlabeled)))
         result = fit_npt(self.model_, values[train_idx], self.targets_, cfg, validation=val, unlabeled=unlabeled,
                          strata=None if strata is None else strata[train_idx])
@@ -318,7 +329,10 @@ class NPTClassifier(ClassifierMixin, _NPTBase):
 
 
 class NPTRegressor(RegressorMixin, _NPTBase):
-    """NPT for regression; ``y [n]`` or ``[n, n_targets]`` (multi-target)."""
+    """NPT for regression; ``y [n]`` or ``[n, n_targets]`` (multi-target). ``steps=None`` trains
+    1,200 steps (see ``steps`` in :class:`_NPTBase`)."""
+
+    _default_steps = 1200
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
