@@ -29,6 +29,22 @@ def test_classifier_learns_and_gives_probabilities() -> None:
     assert (clf.predict(X[90:]) == y[90:]).mean() > 0.8
 
 
+def test_default_step_budget_is_per_task_and_an_explicit_one_wins() -> None:
+    """``steps=None``: 300 for classification, 1,200 for regression (README "Tables of 5,000-10,000
+    rows"); a fit runs that budget, ``get_params``/``clone`` keep ``None``, an explicit count wins."""
+    from sklearn.base import clone
+
+    assert NPTClassifier()._train_config(100).steps == 300
+    assert NPTRegressor()._train_config(100).steps == 1200
+    assert NPTImputer()._train_config(100).steps == 300
+    assert clone(NPTRegressor()).get_params()["steps"] is None
+    assert NPTRegressor(steps=7)._train_config(100).steps == 7
+    X, y = _blobs(60)
+    reg = NPTRegressor(preset="tiny", n_layers=2, lr=1e-2, validation_fraction=0.0)
+    reg._default_steps = 6  # the fit follows the class's default when steps is None (kept short here)
+    assert reg.fit(X, y.astype(float)).history_.steps == 6
+
+
 def test_inductive_training_never_sees_test_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Record every row the model reads during fit: test rows appear only when passed explicitly."""
     from tabzoo_npt.model import NPT
