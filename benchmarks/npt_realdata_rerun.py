@@ -2,8 +2,9 @@
 
 NPT is the only model whose settings changed, so its new records (from ``realdata.py --models npt``
 runs, any number of them, e.g. one per group of tables in parallel) are put beside the peers'
-records of an earlier run with the same protocol (split 0, the same 500 training and <= 500 test
-rows, the same seeds); ``realdata.py --salvage`` then builds the result JSON and its plots.
+records of an earlier run with the same protocol (the same splits, 500 training and <= 500 test
+rows, the same seeds; ``combine`` refuses a record whose row counts differ from the old run's);
+``realdata.py --salvage`` then builds the result JSON and its plots.
 
     python benchmarks/npt_realdata_rerun.py combine OLD.json NEW_NPT_1.json [...] --out COMBINED.jsonl
     python benchmarks/realdata.py --salvage COMBINED.jsonl --models npt,tabflex,linear,random_forest,\
@@ -36,7 +37,13 @@ def combine(old: str, new: list[str], model: str = "npt") -> list[dict[str, Any]
     fresh = [r for path in new for r in _records(path) if r["model"] == model]
     if not fresh:
         raise SystemExit(f"no {model} record in {new}")
-    keep = [r for r in _records(old) if r["model"] != model]
+    before = _records(old)
+    rows = {(r["table"], r["split"]): (r["train_rows"], r["test_rows"]) for r in before if r["model"] == model}
+    for r in fresh:  # the same split: the same training and test row counts as the old run's record
+        if rows.get((r["table"], r["split"]), (r["train_rows"], r["test_rows"])) != (r["train_rows"], r["test_rows"]):
+            raise SystemExit(f"{r['table']} split {r['split']}: {r['train_rows']}/{r['test_rows']} training/test rows, "
+                             f"the old run had {rows[(r['table'], r['split'])]}; not the same split")
+    keep = [r for r in before if r["model"] != model]
     return keep + [r | {"rerun": True} for r in fresh]
 
 
