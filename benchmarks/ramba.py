@@ -229,11 +229,10 @@ def _fwd_bwd(model: torch.nn.Module, call: Any) -> None:
     call().sum().backward()
 
 
-def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | None = None) -> tuple[Any, list[dict[str, Any]]]:
-    """The ``small`` Ramba (hashing encoder, seed 0, eval mode), the plugin's dense variant
-    (``mixer="dense"``: full attention over all tokens in place of the SSM, the rest identical)
-    and the dense transformer of equal width, depth and FFN; ``measure(models, length)`` at each
-    length, each row echoed on stderr and written (``out``) as it comes. Returns (config, rows)."""
+def scaling_models() -> dict[str, Any]:
+    """The three models of the scaling runs, in eval mode: ``ramba`` (the ``small`` preset,
+    hashing encoder, seed 0), ``dense_mixer`` (the same config with ``mixer="dense"``, seed 0) and
+    ``dense`` (:class:`DenseTransformer` of equal width and depth, FFN 4d)."""
     from tabzoo_ramba.model import RambaModel
 
     torch.manual_seed(0)
@@ -242,7 +241,16 @@ def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | No
     mixer = RambaModel({"preset": "small", "text_encoder": "hashing", "mixer": "dense"}).eval()
     cfg = ramba.cfg
     dense = DenseTransformer(cfg.d_model, cfg.n_heads, cfg.n_layers, 4 * cfg.d_model).eval()
-    models = {"ramba": ramba, "dense": dense, "dense_mixer": mixer}
+    return {"ramba": ramba, "dense": dense, "dense_mixer": mixer}
+
+
+def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """The ``small`` Ramba (hashing encoder, seed 0, eval mode), the plugin's dense variant
+    (``mixer="dense"``: full attention over all tokens in place of the SSM, the rest identical)
+    and the dense transformer of equal width, depth and FFN; ``measure(models, length)`` at each
+    length, each row echoed on stderr and written (``out``) as it comes. Returns (config, rows)."""
+    models = scaling_models()
+    cfg = models["ramba"].cfg
     rows: list[dict[str, Any]] = []
     for length in lengths:
         rows.append(measure(models, length))

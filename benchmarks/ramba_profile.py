@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
-from ramba import DenseTransformer, _collated, _fwd_bwd, _synthetic_host_batch, _write  # noqa: E402
+from ramba import _collated, _fwd_bwd, _synthetic_host_batch, _write, scaling_models  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -72,17 +72,13 @@ def main() -> None:
     args = parser.parse_args()
     from tabzoo.kernels.op_registry import dispatch  # noqa: F401 - registry loaded before timing
     from tabzoo.kernels.scan_cpu import available
-    from tabzoo_ramba.model import RambaModel
 
     out: dict[str, Any] = {"benchmark": "ramba_profile", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024)},
                            "scan_cpu_fused_available": available(), "out_file": args.out, "rows": []}
-    torch.manual_seed(0)
-    ramba = RambaModel({"preset": "small", "text_encoder": "hashing"}).eval()
-    torch.manual_seed(0)
-    mixer = RambaModel({"preset": "small", "text_encoder": "hashing", "mixer": "dense"}).eval()
+    models = scaling_models()
+    ramba, dense, mixer = models["ramba"], models["dense"], models["dense_mixer"]
     c = ramba.cfg
-    dense = DenseTransformer(c.d_model, c.n_heads, c.n_layers, 4 * c.d_model).eval()
     for length in args.lengths:
         batch = _collated(_synthetic_host_batch(length, c.d_text), c.max_rel_rows)
         x = torch.randn(1, batch["kind"].shape[1], c.d_model)
