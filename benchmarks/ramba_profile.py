@@ -10,6 +10,10 @@ variant), two phases are profiled: ``forward`` (no grad) and ``fwdbwd`` (forward
 autograd backward nodes included): self CPU ms per call, calls per call, and the share of the
 phase's total self time. Also the number of ops launched per call and the ops' total. One
 torch thread; the batch is collated (index built on the host) before profiling.
+
+Per length also: the matmul FLOPs of each model's forward (``torch.utils.flop_counter``), the
+GFLOP/s of one linear layer of Ramba's shapes, and Ramba's first block's SSM and intra-entity
+attention timed apart and one after the other (``sequence_*``: what the cache costs between them).
 """
 
 from __future__ import annotations
@@ -63,6 +67,34 @@ def _timed_cpu(fn: Any, repeats: int) -> float:
     return best * 1e3
 
 
+def _flops(fn: Any) -> float:
+    """Matmul FLOPs of one call (torch's flop counter: mm, bmm, addmm, attention)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        fn()
+    return float(counter.get_total_flops())
+
+
+def _extras(ramba: Any, batch: dict[str, Any], calls: dict[str, Any]) -> dict[str, Any]:
+    """FLOPs per forward, one linear's GFLOP/s at Ramba's shapes, and apart-vs-in-sequence timing."""
+    length = int(batch["kind"].shape[1])
+    out: dict[str, Any] = {f"{name}_forward_matmul_flops": _flops(fn) for name, (_, fn) in calls.items()}
+    d = ramba.cfg.d_model
+    lin, x = torch.nn.Linear(d, 4 * d), torch.randn(length, d)
+    with torch.no_grad():
+        out["linear_d_to_4d_gflops"] = 2 * length * d * 4 * d / _timed_cpu(lambda: lin(x), 20) / 1e6
+        blk, st = ramba.blocks[0], batch["struct"]
+        x0, gate = ramba.embed(batch), ramba.gates(batch)[0]
+        ssm = lambda: blk.ssm(blk.n1(x0), gate, batch["pad"])  # noqa: E731
+        intra = lambda: blk.intra(blk.n2(x0), st)  # noqa: E731
+        out["sequence_ssm_cpu_ms"] = _timed_cpu(ssm, 20)
+        out["sequence_intra_cpu_ms"] = _timed_cpu(intra, 20)
+        out["sequence_ssm_then_intra_cpu_ms"] = _timed_cpu(lambda: (ssm(), intra()), 20)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024])
@@ -92,6 +124,7 @@ def main() -> None:
                 row[f"{name}_forward"] = _profile(fn, args.repeats, args.top)
             row[f"{name}_fwdbwd_cpu_ms"] = _timed_cpu(step, 5)
             row[f"{name}_fwdbwd"] = _profile(step, args.repeats, args.top)
+        row.update(_extras(ramba, batch, calls))
         out["rows"].append(row)
         print(json.dumps({k: v for k, v in row.items() if not isinstance(v, dict)}), file=sys.stderr)
         _write(out)
