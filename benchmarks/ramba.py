@@ -18,7 +18,10 @@
    16384 tokens, side by side at each length: forward (no grad) and forward + backward, best
    wall and best CPU time, peak live tensor bytes (LiveBytes), fitted log-log slopes, ratios at
    the largest L and their minimum over L, the load average per length, and the fp32 matmul
-   peak. One torch thread (the machine is shared).
+   peak. One torch thread (the machine is shared). Build the compiled CPU scan first
+   (``python -m tabzoo.kernels.scan_build``, once per torch installation; its name changes with
+   its source, so a new version needs this again): without it the ``chunked`` scan runs, 7-9x
+   slower per call.
 3. **Breakdown** (``--breakdown L ...``, default 512 2048): Ramba's forward split into its parts
    (structure index, embedding, gates, SSM per block, one direction, one scan call, the conv,
    the two attentions) in CPU ms per call, next to the dense model's whole forward.

@@ -36,7 +36,9 @@ unavailable and dispatch picks the next one; the failure is logged once.
 Measured (one thread, CPU ms, load ~2, ``D = 128, N = 16``, the kernel calls alone; forward /
 backward): ``[1, 512]`` 0.19 / 0.48 against 0.41 / 3.65 for the ``[D, N]`` layout of v2 (whose
 backward loop was not vectorised); ``[1, 2048]`` 0.92 / 2.53 against 1.85 / 14.8. Earlier, against
-``chunked`` (load ~20, forward / forward + backward): ``[1, 512]`` 1.4 / 9.6 (v2) against 11.9 / 25.2.
+``chunked`` (forward / forward + backward, load ~8): ``[1, 512]`` 0.22 / 0.77 against 2.5 / 7.2;
+``[1, 16384]`` 10.2 / 28.7 against 67 / 221; ``[16, 452]`` 3.1 / 13.1 against 30 / 94 (v2, load
+~20: ``[1, 512]`` 1.4 / 9.6 against 11.9 / 25.2).
 """
 
 from __future__ import annotations
