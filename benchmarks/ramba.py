@@ -18,7 +18,10 @@
    16384 tokens, side by side at each length: forward (no grad) and forward + backward, best
    wall and best CPU time, peak live tensor bytes (LiveBytes), fitted log-log slopes, ratios at
    the largest L and their minimum over L, the load average per length, and the fp32 matmul
-   peak. One torch thread (the machine is shared).
+   peak. One torch thread (the machine is shared). Build the compiled CPU scan first
+   (``python -m tabzoo.kernels.scan_build``, once per torch installation; its name changes with
+   its source, so a new version needs this again): without it the ``chunked`` scan runs, 7-9x
+   slower per call.
 3. **Breakdown** (``--breakdown L ...``, default 512 2048): Ramba's forward split into its parts
    (structure index, embedding, gates, SSM per block, one direction, one scan call, the conv,
    the two attentions) in CPU ms per call, next to the dense model's whole forward.
@@ -229,11 +232,10 @@ def _fwd_bwd(model: torch.nn.Module, call: Any) -> None:
     call().sum().backward()
 
 
-def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | None = None) -> tuple[Any, list[dict[str, Any]]]:
-    """The ``small`` Ramba (hashing encoder, seed 0, eval mode), the plugin's dense variant
-    (``mixer="dense"``: full attention over all tokens in place of the SSM, the rest identical)
-    and the dense transformer of equal width, depth and FFN; ``measure(models, length)`` at each
-    length, each row echoed on stderr and written (``out``) as it comes. Returns (config, rows)."""
+def scaling_models() -> dict[str, Any]:
+    """The three models of the scaling runs, in eval mode: ``ramba`` (the ``small`` preset,
+    hashing encoder, seed 0), ``dense_mixer`` (the same config with ``mixer="dense"``, seed 0) and
+    ``dense`` (:class:`DenseTransformer` of equal width and depth, FFN 4d)."""
     from tabzoo_ramba.model import RambaModel
 
     torch.manual_seed(0)
@@ -242,7 +244,16 @@ def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | No
     mixer = RambaModel({"preset": "small", "text_encoder": "hashing", "mixer": "dense"}).eval()
     cfg = ramba.cfg
     dense = DenseTransformer(cfg.d_model, cfg.n_heads, cfg.n_layers, 4 * cfg.d_model).eval()
-    models = {"ramba": ramba, "dense": dense, "dense_mixer": mixer}
+    return {"ramba": ramba, "dense": dense, "dense_mixer": mixer}
+
+
+def _per_length(lengths: tuple[int, ...], measure: Any, out: dict[str, Any] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """The ``small`` Ramba (hashing encoder, seed 0, eval mode), the plugin's dense variant
+    (``mixer="dense"``: full attention over all tokens in place of the SSM, the rest identical)
+    and the dense transformer of equal width, depth and FFN; ``measure(models, length)`` at each
+    length, each row echoed on stderr and written (``out``) as it comes. Returns (config, rows)."""
+    models = scaling_models()
+    cfg = models["ramba"].cfg
     rows: list[dict[str, Any]] = []
     for length in lengths:
         rows.append(measure(models, length))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo_ramba.api import sequences_for
@@ -38,6 +38,27 @@ def test_gather_path_equals_tabzoo_masks_path(seed: int) -> None:
     masked.load_state_dict(gather.state_dict())
     with torch.no_grad():
         torch.testing.assert_close(masked(batch), gather(batch), rtol=1e-4, atol=1e-5)
+
+
+@given(seed=st.integers(0, 1000))
+@settings(max_examples=10, deadline=None)
+def test_gather_path_gradients_equal_tabzoo_masks_path(seed: int) -> None:
+    """The gather path's backward (q, k, v unbound from the gathered qkv) against the masks path:
+    the gradients of the input and of every parameter of both structural attentions."""
+    batch = collate(_seqs(seed), ENC)
+    grads = []
+    for impl in ("gather", "masked"):
+        model = _model(seed, attention=impl)
+        blk = model.blocks[0]
+        x = torch.randn(*batch["kind"].shape, model.cfg.d_model, generator=torch.Generator().manual_seed(seed),
+                        requires_grad=True)
+        struct = row_structure(batch["row"], batch["edges"], int(batch["n_rows"]), model.cfg.max_rel_rows)
+        keep = (~batch["pad"])[..., None].float()
+        y = (blk.intra(x, struct, impl) + blk.rel(x, struct, impl)) * keep
+        (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
+        grads.append([x.grad] + [p.grad for m in (blk.intra, blk.rel) for p in m.parameters()])
+    for got, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
 
 
 def test_row_structure_matches_the_masks() -> None:

@@ -54,10 +54,10 @@ class _Softplus(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x)
-        e = torch.exp(-x.abs())
-        u = 1.0 + e
+        e = x.abs().neg_().exp_()  # in place where it can be: four [..] buffers, not seven (same numbers)
+        u = e + 1.0
         corr = (u - 1.0).sub_(e).div_(u)
-        return x.clamp(min=0).add_(torch.log(u).sub_(corr))
+        return x.clamp(min=0).add_(u.log_().sub_(corr))
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
@@ -194,10 +194,12 @@ class StructuralAttention(nn.Module):
 
         outs = []
         for q_idx, k_idx, (rows, q_w, k_w), mask in struct[self.kind]["groups"]:
-            qs = flat.index_select(0, q_idx)
-            ks = qs if k_idx is q_idx else flat.index_select(0, k_idx)
-            oo = masked_attention(heads(qs[:, 0], rows, q_w), heads(ks[:, 1], rows, k_w), heads(ks[:, 2], rows, k_w),
-                                  mask)
+            # unbind, not [:, i]: its backward is one stack, where three selects each zero-filled
+            # and copied a buffer of the gathered size (the largest share of this layer's backward)
+            q, k, v = flat.index_select(0, q_idx).unbind(1)
+            if k_idx is not q_idx:
+                _, k, v = flat.index_select(0, k_idx).unbind(1)
+            oo = masked_attention(heads(q, rows, q_w), heads(k, rows, k_w), heads(v, rows, k_w), mask)
             outs.append(oo.transpose(1, 2).reshape(-1, d))
         outs.append(qkv.new_zeros(1, d))
         return torch.cat(outs).index_select(0, struct[self.kind]["tok_slot"]).view(bsz, length, d)

@@ -13,8 +13,8 @@ input dtype; the output has the dtype of ``x``.
 
 Backends (priority): ``cpu_fused`` (30; CPU only, used once built for this torch installation by
 ``python -m tabzoo.kernels.scan_build`` or ``TABZOO_SCAN_CPU=1``, never built unasked, off with
-``TABZOO_SCAN_CPU=0``: the recurrence as one compiled C++ pass with the state in cache, 5-8x
-faster forward and 2-3x faster forward + backward than ``chunked``; :mod:`tabzoo.kernels.scan_cpu`), ``chunked`` (20; blocked
+``TABZOO_SCAN_CPU=0``: the recurrence as one compiled C++ pass with the state in cache, 7-11x
+faster forward and 7-9x faster forward + backward than ``chunked`` (v3, D = 128, N = 16, one thread); :mod:`tabzoo.kernels.scan_cpu`), ``chunked`` (20; blocked
 recurrence with a hand-written backward, no Python loop over every position;
 :mod:`tabzoo.kernels.scan_chunked`), ``reference`` (0; a Python loop over t, vectorised over
 batch, D and N). A sequential Python loop is no cheaper than ``chunked`` even at L = 512 (70 ms
