@@ -11,7 +11,8 @@ seed a fresh ``--preset`` Ramba (init seeded) is fine-tuned for ``--steps`` step
 :func:`tabzoo_ramba.train.finetune`), and scored on the test draw. Beside it, on the same test
 draw: LightGBM on the flattened row and with the causal aggregates, once trained on the same
 ``--train`` seeds (per seed) and once on the whole train split (the first seed only; the configuration the tuned baseline chose
-in ``ramba-tasks-*.json``, else num_leaves 15; early stopping on the val draw), per seed.
+in ``ramba-tasks-*.json``, else num_leaves 15; early stopping on the val draw), per seed; and
+logistic / ridge regression on both feature sets (C searched on the val draw; deterministic, one run).
 Writes results/ramba-tasks-model-<date>.json (merged per task; a rerun replaces its task, said
 on stderr).
 """
@@ -32,6 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
+from ramba_tasks import LINEAR_GRID, _linear, _tuned  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 torch.set_num_threads(1)
@@ -103,6 +105,17 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
             key = f"lightgbm-{fs}-train-{part}"
             out[key] = _summary(runs) | {"params": params, "n_train": len(sp)}
             print(f"  {key}: {out[key]['test_mean']:.4f} +- {out[key]['test_std']:.4f}", file=sys.stderr)
+            # logistic / ridge regression (median imputation, standardisation), C / alpha searched on the val draw
+            lin = _tuned(_linear, LINEAR_GRID, kind, 0, {"train": xtr, "val": xv, "test": xt},
+                         {"train": sp.y, "val": draw["val"].y, "test": draw["test"].y})
+            key = f"{'logistic' if kind == 'classification' else 'ridge'}-{fs}-train-{part}"
+            out[key] = _summary([{"seed": None, "test": lin["test"], "val": lin["val"]}]) | {
+                "params": {"C": lin["params"]}, "n_train": len(sp), "note": "deterministic: one run stands for every seed"}
+            print(f"  {key}: {out[key]['test_mean']:.4f}", file=sys.stderr)
+    if kind == "regression":
+        mu = float(draw["train"].y.mean())
+        out["constant-train-draw"] = _summary([{"seed": None, "test": _metric(kind, draw["test"].y,
+                                                                              np.full(len(draw["test"]), mu))}])
     return out
 
 
@@ -127,10 +140,12 @@ def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, A
 
 
 def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace,
-          variants: list[tuple[str, dict[str, Any]]], cache: dict[str, Any]) -> dict[str, Any]:
+          variants: list[tuple[str, dict[str, Any]]], cache: dict[str, Any],
+          on_seed: Any = None) -> dict[str, Any]:
     """Each variant per seed on the serialized draw (serialized once per sampler setting, kept in
     ``cache``): a fresh init (seeded), or the ``init`` checkpoint, fine-tuned for ``steps`` (0 =
-    zero-shot)."""
+    zero-shot). ``on_seed(partial)`` is called after every seed with the results so far (the
+    finished seeds of the current variant), so a run cut short keeps them."""
     from tabzoo_ramba import Ramba, SamplerConfig
     from tabzoo_ramba.pretraining import load_pretrained_model
     from tabzoo_ramba.train import finetune
@@ -151,6 +166,14 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
         lens = [len(q.kind) for x in seqs.values() for q in x]
         mu, sd = base.stats.get(bt.task.entity_table, bt.task.target) if base.stats else (0.0, 1.0)
         runs = []
+        key = "ramba" if vname == "ramba" else f"ramba-{vname}"
+
+        meta: dict[str, Any] = {
+            "config": dict(cfg), "sampler": str(sampler),
+            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
+                                                                          "pretrained": v["init"] or None},
+            "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
+
         for s in seeds:
             t1, c1 = time.time(), time.process_time()
             model = load_pretrained_model(v["init"]) if v["init"] else None
@@ -171,14 +194,12 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
                          "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]
                          if losses else None})
             print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['cpu_s']} cpu s)", file=sys.stderr)
+            meta["config"]["resolved_text_encoder"] = r.model.cfg.text_encoder
+            if on_seed is not None:
+                on_seed({**out, key: _summary(runs) | meta})
             if v["init"] and v["steps"] == 0:
                 break  # a shipped checkpoint with no fine-tuning is one model, whatever the seed
-        key = "ramba" if vname == "ramba" else f"ramba-{vname}"
-        out[key] = _summary(runs) | {
-            "config": {**cfg, "resolved_text_encoder": r.model.cfg.text_encoder}, "sampler": str(sampler),
-            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
-                                                                          "pretrained": v["init"] or None},
-            "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
+        out[key] = _summary(runs) | meta
     return out
 
 
@@ -239,8 +260,12 @@ def main() -> None:
         out["models"].update({k: v for k, v in old["models"].items() if k.startswith("ramba")})
         out["ramba_run"] = {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s") if k in old}
         variants = []
+    def partial(models: dict[str, Any]) -> None:
+        out["models"].update(models)
+        save()
+
     for variant in variants:
-        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache))
+        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache, on_seed=partial))
         save()
     if not args.skip_gbdt:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
