@@ -120,23 +120,59 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
 
 
 _VARIANT_KEYS = {"preset": str, "mixer": str, "text_encoder": str, "d_model": int, "n_layers": int, "lr": float,
-                 "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str}
+                 "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str,
+                 "source": str, "source_steps": int}
 
 
 def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """``NAME:key=val,key=val`` -> (NAME, settings): the command-line defaults with the given keys
     replaced (keys: see ``_VARIANT_KEYS``; ``init`` a shipped checkpoint to start from,
-    ``steps=0`` = zero-shot)."""
+    ``source`` a task to fine-tune on first (``source_steps`` steps, its own draw of the same
+    sizes), ``steps=0`` = zero-shot)."""
     name, _, rest = spec.partition(":")
     v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
                          "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
-                         "max_rows": args.max_rows, "policy": "recent", "init": ""}
+                         "max_rows": args.max_rows, "policy": "recent", "init": "", "source": "",
+                         "source_steps": args.steps}
     for item in filter(None, rest.split(",")):
         key, _, val = item.partition("=")
         if key not in _VARIANT_KEYS:
             raise SystemExit(f"unknown variant key {key!r} in {spec!r}; use {sorted(_VARIANT_KEYS)}")
         v[key] = _VARIANT_KEYS[key](val)
     return name, v
+
+
+def source_state(name: str, steps: int, seed: int, sampler: Any, r: Any, db: Any, draw: dict[str, Any],
+                 v: dict[str, Any], args: argparse.Namespace, cache: dict[str, Any]) -> dict[str, Any]:
+    """The weights of ``r.model`` (a fresh init of ``seed``) fine-tuned on the source task ``name``
+    for ``steps`` steps (its own train / val split, draws of the target draw's sizes, draw seed
+    12345, statistics at its ``val_start``; best state on its val draw), kept in ``cache`` so
+    that the zero-shot and fine-tuned variants of one seed start from the same weights."""
+    import copy
+
+    from tabzoo_ramba import Ramba
+    from tabzoo_ramba.tasks import get_task
+    from tabzoo_ramba.train import finetune
+
+    key = str(("source", name, steps, seed, sampler, v["lr"], v["batch_size"]))
+    if key not in cache:
+        sbt = get_task(name)
+        if sbt.database != get_task(args.task).database:
+            raise SystemExit(f"source task {name} runs on {sbt.database}, not on the target's database")
+        sdraw = _draws(sbt.split(db), *(len(draw[k]) for k in ("train", "val", "test")))
+        c1 = time.process_time()
+        sr = Ramba(r.model, sampler=sampler, seed=seed, progress=False).bind(db, sbt.task, sbt.val_start)
+        seqs = {k: sr._seqs(db, sdraw[k].seeds) for k in ("train", "val")}
+        mu, sd = sr.stats.get(sbt.task.entity_table, sbt.task.target) if sr.stats else (0.0, 1.0)
+        finetune(sr.model, seqs["train"], sdraw["train"].y, kind=sbt.task.kind, mu=mu, sd=sd, val=seqs["val"],
+                 y_val=sdraw["val"].y, steps=steps, batch_size=v["batch_size"], lr=v["lr"],
+                 eval_every=args.eval_every, seed=seed, progress=False, encoder=sr.encoder, predict=sr._predict_seqs)
+        sr.model.eval()
+        val = _metric(sbt.task.kind, sdraw["val"].y, sr._predict_seqs(seqs["val"]))
+        cache[key] = {"state": copy.deepcopy(sr.model.state_dict()), "val": val,
+                      "cpu_s": round(time.process_time() - c1, 1)}
+        print(f"  source {name} seed {seed}: val {val:.4f} ({cache[key]['cpu_s']} cpu s)", file=sys.stderr)
+    return cache[key]
 
 
 def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace,
@@ -174,11 +210,17 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
                                                                           "pretrained": v["init"] or None},
             "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
 
+        if v["source"]:
+            meta["source"] = {"task": v["source"], "steps": v["source_steps"]}
         for s in seeds:
             t1, c1 = time.time(), time.process_time()
             model = load_pretrained_model(v["init"]) if v["init"] else None
             r = Ramba(model, config=None if model else cfg, sampler=sampler, seed=s, progress=False)
             r.task, r.stats = base.task, base.stats
+            if v["source"]:
+                src = source_state(v["source"], v["source_steps"], s, sampler, r, db, draw, v, args, cache)
+                r.model.load_state_dict(src["state"])
+                meta["source"][f"seed_{s}"] = {k: src[k] for k in ("val", "cpu_s")}
             losses: list[float] = []
             if v["steps"] > 0:
                 res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd,
@@ -222,8 +264,8 @@ def main() -> None:
     p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--variant", action="append", default=[],
                    help="NAME:key=val,... a Ramba variant (repeatable; keys preset, mixer, text_encoder, d_model, "
-                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init); default one 'ramba' "
-                        "with the options above")
+                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps); "
+                        "default one 'ramba' with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
     p.add_argument("--skip-ramba", action="store_true",
                    help="keep the Ramba entries this task already has in --out (same draw sizes) and add the GBDTs")
