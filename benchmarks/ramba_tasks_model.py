@@ -267,6 +267,7 @@ def main() -> None:
                         "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps); "
                         "default one 'ramba' with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
+    p.add_argument("--gbdt-first", action="store_true", help="score the baselines before Ramba (a cut run keeps them)")
     p.add_argument("--skip-ramba", action="store_true",
                    help="keep the Ramba entries this task already has in --out (same draw sizes) and add the GBDTs")
     p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
@@ -306,10 +307,13 @@ def main() -> None:
         out["models"].update(models)
         save()
 
+    if args.gbdt_first and not args.skip_gbdt:
+        out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
+        save()
     for variant in variants:
         out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache, on_seed=partial))
         save()
-    if not args.skip_gbdt:
+    if not args.skip_gbdt and not args.gbdt_first:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
         save()
     print(json.dumps(out, indent=1, default=float))
