@@ -62,7 +62,7 @@ def feature_groups(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], out
     out["feature_groups"] = res
 
 
-def context(bt: Any, db: Any, seeds_: list[Any], samplers: list[tuple[int, int]], out: dict[str, Any]) -> None:
+def context(bt: Any, db: Any, seeds_: list[Any], samplers: list[tuple[int, int, str]], out: dict[str, Any]) -> None:
     from tabzoo_ramba import Ramba, SamplerConfig
     from tabzoo_ramba.data import to_seconds
     from tabzoo_ramba.sampling import graph_index, sample_subgraph
@@ -74,13 +74,14 @@ def context(bt: Any, db: Any, seeds_: list[Any], samplers: list[tuple[int, int]]
     known = fl["dep_delayed"].notna().to_numpy()
     origin, plane = fl["origin"].to_numpy(dtype=object), fl["tailnum"].to_numpy(dtype=object)
     res: dict[str, Any] = {"n_seeds": len(seeds_)}
-    for n_child, max_rows in samplers:
-        sampler = SamplerConfig(n_child=n_child, max_expansions=8, max_rows=max_rows)
+    known_after = {"flights": min(bt.task.horizon_of(c) for c in bt.task.label_columns)}
+    for n_child, max_rows, policy in samplers:
+        sampler = SamplerConfig(n_child=n_child, max_expansions=8, max_rows=max_rows, policy=policy)  # type: ignore[arg-type]
         r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler,
                   progress=False).bind(db, bt.task, bt.val_start)
         n = {"origin_3h_db": [], "origin_3h_context": [], "plane_24h_db": [], "plane_24h_context": [], "tokens": []}
         for seed, seq in zip(seeds_, r._seqs(db, seeds_), strict=True):
-            sub = sample_subgraph(idx, *seed, lookback_s=bt.task.lookback_s, config=sampler)
+            sub = sample_subgraph(idx, *seed, lookback_s=bt.task.lookback_s, config=sampler, known_after=known_after)
             t = int(to_seconds(seed[2]))
             row = idx.row("flights", seed[1])
             avail = known & (ts + 900 < t)
@@ -104,7 +105,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--n-context", type=int, default=300)
-    p.add_argument("--samplers", default="8x48,24x96", help="n_child x max_rows, comma-separated")
+    p.add_argument("--samplers", default="8x48,24x96", help="n_child x max_rows[:policy], comma-separated")
+    p.add_argument("--context-only", action="store_true", help="skip the LightGBM feature groups")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     if args.out.exists():
@@ -116,10 +118,15 @@ def main() -> None:
     draw = _draws(full, 5000, 300, 1000)
     out: dict[str, Any] = {"task": bt.name, "n": {k: len(v) for k, v in draw.items()}, "draw_seed": 12345,
                            "machine": machine_info()}
-    samplers = [tuple(int(x) for x in s.split("x")) for s in args.samplers.split(",")]
-    context(bt, db, draw["test"].seeds[:args.n_context], samplers, out)  # type: ignore[arg-type]
+    samplers = []
+    for spec in args.samplers.split(","):  # "24x96" or "24x96:known"
+        size, _, policy = spec.partition(":")
+        n_child, max_rows = size.split("x")
+        samplers.append((int(n_child), int(max_rows), policy or "recent"))
+    context(bt, db, draw["test"].seeds[:args.n_context], samplers, out)
     args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
-    feature_groups(bt, db, draw, [int(s) for s in args.seeds.split(",")], out)
+    if not args.context_only:
+        feature_groups(bt, db, draw, [int(s) for s in args.seeds.split(",")], out)
     out["total_s"] = round(time.time() - t0, 1)
     args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
     print(json.dumps(out, indent=1, default=float))

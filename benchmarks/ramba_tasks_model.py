@@ -11,7 +11,8 @@ seed a fresh ``--preset`` Ramba (init seeded) is fine-tuned for ``--steps`` step
 :func:`tabzoo_ramba.train.finetune`), and scored on the test draw. Beside it, on the same test
 draw: LightGBM on the flattened row and with the causal aggregates, once trained on the same
 ``--train`` seeds (per seed) and once on the whole train split (the first seed only; the configuration the tuned baseline chose
-in ``ramba-tasks-*.json``, else num_leaves 15; early stopping on the val draw), per seed.
+in ``ramba-tasks-*.json``, else num_leaves 15; early stopping on the val draw), per seed; and
+logistic / ridge regression on both feature sets (C searched on the val draw; deterministic, one run).
 Writes results/ramba-tasks-model-<date>.json (merged per task; a rerun replaces its task, said
 on stderr).
 """
@@ -32,6 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
+from ramba_tasks import LINEAR_GRID, _linear, _tuned  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 torch.set_num_threads(1)
@@ -103,21 +105,35 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
             key = f"lightgbm-{fs}-train-{part}"
             out[key] = _summary(runs) | {"params": params, "n_train": len(sp)}
             print(f"  {key}: {out[key]['test_mean']:.4f} +- {out[key]['test_std']:.4f}", file=sys.stderr)
+            # logistic / ridge regression (median imputation, standardisation), C / alpha searched on the val draw
+            lin = _tuned(_linear, LINEAR_GRID, kind, 0, {"train": xtr, "val": xv, "test": xt},
+                         {"train": sp.y, "val": draw["val"].y, "test": draw["test"].y})
+            key = f"{'logistic' if kind == 'classification' else 'ridge'}-{fs}-train-{part}"
+            out[key] = _summary([{"seed": None, "test": lin["test"], "val": lin["val"]}]) | {
+                "params": {"C": lin["params"]}, "n_train": len(sp), "note": "deterministic: one run stands for every seed"}
+            print(f"  {key}: {out[key]['test_mean']:.4f}", file=sys.stderr)
+    if kind == "regression":
+        mu = float(draw["train"].y.mean())
+        out["constant-train-draw"] = _summary([{"seed": None, "test": _metric(kind, draw["test"].y,
+                                                                              np.full(len(draw["test"]), mu))}])
     return out
 
 
 _VARIANT_KEYS = {"preset": str, "mixer": str, "text_encoder": str, "d_model": int, "n_layers": int, "lr": float,
-                 "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str}
+                 "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str,
+                 "source": str, "source_steps": int}
 
 
 def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """``NAME:key=val,key=val`` -> (NAME, settings): the command-line defaults with the given keys
     replaced (keys: see ``_VARIANT_KEYS``; ``init`` a shipped checkpoint to start from,
-    ``steps=0`` = zero-shot)."""
+    ``source`` a task to fine-tune on first (``source_steps`` steps, its own draw of the same
+    sizes), ``steps=0`` = zero-shot)."""
     name, _, rest = spec.partition(":")
     v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
                          "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
-                         "max_rows": args.max_rows, "policy": "recent", "init": ""}
+                         "max_rows": args.max_rows, "policy": "recent", "init": "", "source": "",
+                         "source_steps": args.steps}
     for item in filter(None, rest.split(",")):
         key, _, val = item.partition("=")
         if key not in _VARIANT_KEYS:
@@ -126,11 +142,46 @@ def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, A
     return name, v
 
 
+def source_state(name: str, steps: int, seed: int, sampler: Any, r: Any, db: Any, draw: dict[str, Any],
+                 v: dict[str, Any], args: argparse.Namespace, cache: dict[str, Any]) -> dict[str, Any]:
+    """The weights of ``r.model`` (a fresh init of ``seed``) fine-tuned on the source task ``name``
+    for ``steps`` steps (its own train / val split, draws of the target draw's sizes, draw seed
+    12345, statistics at its ``val_start``; best state on its val draw), kept in ``cache`` so
+    that the zero-shot and fine-tuned variants of one seed start from the same weights."""
+    import copy
+
+    from tabzoo_ramba import Ramba
+    from tabzoo_ramba.tasks import get_task
+    from tabzoo_ramba.train import finetune
+
+    key = str(("source", name, steps, seed, sampler, v["lr"], v["batch_size"]))
+    if key not in cache:
+        sbt = get_task(name)
+        if sbt.database != get_task(args.task).database:
+            raise SystemExit(f"source task {name} runs on {sbt.database}, not on the target's database")
+        sdraw = _draws(sbt.split(db), *(len(draw[k]) for k in ("train", "val", "test")))
+        c1 = time.process_time()
+        sr = Ramba(r.model, sampler=sampler, seed=seed, progress=False).bind(db, sbt.task, sbt.val_start)
+        seqs = {k: sr._seqs(db, sdraw[k].seeds) for k in ("train", "val")}
+        mu, sd = sr.stats.get(sbt.task.entity_table, sbt.task.target) if sr.stats else (0.0, 1.0)
+        finetune(sr.model, seqs["train"], sdraw["train"].y, kind=sbt.task.kind, mu=mu, sd=sd, val=seqs["val"],
+                 y_val=sdraw["val"].y, steps=steps, batch_size=v["batch_size"], lr=v["lr"],
+                 eval_every=args.eval_every, seed=seed, progress=False, encoder=sr.encoder, predict=sr._predict_seqs)
+        sr.model.eval()
+        val = _metric(sbt.task.kind, sdraw["val"].y, sr._predict_seqs(seqs["val"]))
+        cache[key] = {"state": copy.deepcopy(sr.model.state_dict()), "val": val,
+                      "cpu_s": round(time.process_time() - c1, 1)}
+        print(f"  source {name} seed {seed}: val {val:.4f} ({cache[key]['cpu_s']} cpu s)", file=sys.stderr)
+    return cache[key]
+
+
 def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argparse.Namespace,
-          variants: list[tuple[str, dict[str, Any]]], cache: dict[str, Any]) -> dict[str, Any]:
+          variants: list[tuple[str, dict[str, Any]]], cache: dict[str, Any],
+          on_seed: Any = None) -> dict[str, Any]:
     """Each variant per seed on the serialized draw (serialized once per sampler setting, kept in
     ``cache``): a fresh init (seeded), or the ``init`` checkpoint, fine-tuned for ``steps`` (0 =
-    zero-shot)."""
+    zero-shot). ``on_seed(partial)`` is called after every seed with the results so far (the
+    finished seeds of the current variant), so a run cut short keeps them."""
     from tabzoo_ramba import Ramba, SamplerConfig
     from tabzoo_ramba.pretraining import load_pretrained_model
     from tabzoo_ramba.train import finetune
@@ -151,11 +202,25 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
         lens = [len(q.kind) for x in seqs.values() for q in x]
         mu, sd = base.stats.get(bt.task.entity_table, bt.task.target) if base.stats else (0.0, 1.0)
         runs = []
+        key = "ramba" if vname == "ramba" else f"ramba-{vname}"
+
+        meta: dict[str, Any] = {
+            "config": dict(cfg), "sampler": str(sampler),
+            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
+                                                                          "pretrained": v["init"] or None},
+            "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
+
+        if v["source"]:
+            meta["source"] = {"task": v["source"], "steps": v["source_steps"]}
         for s in seeds:
             t1, c1 = time.time(), time.process_time()
             model = load_pretrained_model(v["init"]) if v["init"] else None
             r = Ramba(model, config=None if model else cfg, sampler=sampler, seed=s, progress=False)
             r.task, r.stats = base.task, base.stats
+            if v["source"]:
+                src = source_state(v["source"], v["source_steps"], s, sampler, r, db, draw, v, args, cache)
+                r.model.load_state_dict(src["state"])
+                meta["source"][f"seed_{s}"] = {k: src[k] for k in ("val", "cpu_s")}
             losses: list[float] = []
             if v["steps"] > 0:
                 res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd,
@@ -171,14 +236,12 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
                          "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]
                          if losses else None})
             print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['cpu_s']} cpu s)", file=sys.stderr)
+            meta["config"]["resolved_text_encoder"] = r.model.cfg.text_encoder
+            if on_seed is not None:
+                on_seed({**out, key: _summary(runs) | meta})
             if v["init"] and v["steps"] == 0:
                 break  # a shipped checkpoint with no fine-tuning is one model, whatever the seed
-        key = "ramba" if vname == "ramba" else f"ramba-{vname}"
-        out[key] = _summary(runs) | {
-            "config": {**cfg, "resolved_text_encoder": r.model.cfg.text_encoder}, "sampler": str(sampler),
-            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
-                                                                          "pretrained": v["init"] or None},
-            "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
+        out[key] = _summary(runs) | meta
     return out
 
 
@@ -201,9 +264,10 @@ def main() -> None:
     p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--variant", action="append", default=[],
                    help="NAME:key=val,... a Ramba variant (repeatable; keys preset, mixer, text_encoder, d_model, "
-                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init); default one 'ramba' "
-                        "with the options above")
+                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps); "
+                        "default one 'ramba' with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
+    p.add_argument("--gbdt-first", action="store_true", help="score the baselines before Ramba (a cut run keeps them)")
     p.add_argument("--skip-ramba", action="store_true",
                    help="keep the Ramba entries this task already has in --out (same draw sizes) and add the GBDTs")
     p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
@@ -239,10 +303,17 @@ def main() -> None:
         out["models"].update({k: v for k, v in old["models"].items() if k.startswith("ramba")})
         out["ramba_run"] = {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s") if k in old}
         variants = []
-    for variant in variants:
-        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache))
+    def partial(models: dict[str, Any]) -> None:
+        out["models"].update(models)
         save()
-    if not args.skip_gbdt:
+
+    if args.gbdt_first and not args.skip_gbdt:
+        out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
+        save()
+    for variant in variants:
+        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache, on_seed=partial))
+        save()
+    if not args.skip_gbdt and not args.gbdt_first:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
         save()
     print(json.dumps(out, indent=1, default=float))

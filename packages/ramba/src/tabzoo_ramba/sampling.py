@@ -14,6 +14,15 @@ Subsampling is deterministic and independent of the stored row order: children a
 canonical key (time, then primary key, or the row's content for tables without one) and the
 most recent ``n_child`` are kept (``policy="recent"``), or the first ``n_child`` by a seeded hash
 of that key (``policy="hash"``, for training-time variety).
+
+``policy="known"`` keeps the children whose OUTCOME is known at ``t*`` first: for a table named
+in ``known_after`` (``{table: seconds}``, e.g. the task's entity table and the earliest horizon
+of its label columns), a child at time ``t`` is known when ``t + seconds <= t*``; the most
+recent known children come first and the most recent not-yet-known ones fill what is left of
+``n_child``. With ``"recent"`` the ``n_child`` most recent children of a busy parent are often
+all inside the horizon, so their labels are masked and the context holds few outcomes. The
+choice reads only times, never a label value, so it stays time-causal (a row later than
+``t*`` is filtered out before, and a label's value cannot move which rows are picked).
 """
 
 from __future__ import annotations
@@ -35,19 +44,20 @@ __all__ = ["DEFAULT_SAMPLER", "GraphIndex", "Subgraph", "SamplerConfig", "sample
 @dataclass(frozen=True)
 class SamplerConfig:
     """Sampling budget: ``n_child`` children per expanded row, ``max_expansions`` expanded rows,
-    ``max_rows`` rows in all, ``policy`` of the child subsample."""
+    ``max_rows`` rows in all, ``policy`` of the child subsample (``"recent"``, ``"hash"`` or
+    ``"known"``: see the module doc)."""
 
     n_child: int = 16
     max_expansions: int = 8
     max_rows: int = 96
-    policy: Literal["recent", "hash"] = "recent"
+    policy: Literal["recent", "hash", "known"] = "recent"
     sample_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.n_child < 0 or self.max_expansions < 1 or self.max_rows < 1:
             raise TabzooInputError(f"sampler budget {self}: need n_child >= 0, max_expansions >= 1, max_rows >= 1")
-        if self.policy not in ("recent", "hash"):
-            raise TabzooInputError(f"sampler policy {self.policy!r}; use 'recent' or 'hash'")
+        if self.policy not in ("recent", "hash", "known"):
+            raise TabzooInputError(f"sampler policy {self.policy!r}; use 'recent', 'hash' or 'known'")
 
 
 DEFAULT_SAMPLER = SamplerConfig()
@@ -150,9 +160,21 @@ def _hash_rank(seed: int, table: str, keys: list[str], rows: np.ndarray) -> np.n
     return np.argsort(np.asarray(h, dtype=np.uint64), kind="stable")
 
 
+def _known_first(cands: np.ndarray, times: np.ndarray, known_by: int, n: int) -> np.ndarray:
+    """The children to add under ``policy="known"``, in the order they are added: of ``cands``
+    (canonical order, the most recent last) those with ``times <= known_by``, most recent first,
+    then the others, most recent first; ``n`` in all."""
+    known = times[cands] <= known_by
+    first = cands[known][::-1][:n]
+    return np.concatenate([first, cands[~known][::-1][:n - len(first)]])
+
+
 def sample_subgraph(index: GraphIndex, table: str, key: Any, seed_time: Any, *, lookback_s: float,
-                    config: SamplerConfig = DEFAULT_SAMPLER) -> Subgraph:
-    """Algorithm 1 for the seed row ``(table, key)`` at ``seed_time`` (datetime64)."""
+                    config: SamplerConfig = DEFAULT_SAMPLER, known_after: dict[str, float] | None = None) -> Subgraph:
+    """Algorithm 1 for the seed row ``(table, key)`` at ``seed_time`` (datetime64).
+
+    :param known_after: ``{table: seconds}``: when a row's outcome is known (``t + seconds``),
+        read by ``policy="known"`` only (tables not named: every row counts as known)."""
     r0 = index.row(table, key)
     t_star = int(to_seconds(np.datetime64(seed_time)))
     t_min = t_star - int(lookback_s)
@@ -206,14 +228,18 @@ def sample_subgraph(index: GraphIndex, table: str, key: Any, seed_time: Any, *, 
             if ts is not None:  # filter by time FIRST: inside [t* - lookback, t*]
                 ct = ts[cands]
                 cands = cands[(ct <= t_star) & (ct >= t_min)]
-            if len(cands) > config.n_child:
-                if config.policy == "recent":
-                    cands = cands[-config.n_child:]  # canonical order: the most recent last
-                else:
-                    cands = np.sort(cands[_hash_rank(config.sample_seed, fk.table, index.key_of_row[fk.table],
-                                                     cands)[:config.n_child]])
-                    cands = cands[np.argsort(index.rank[fk.table][cands], kind="stable")]
-            for c in cands[::-1].tolist():  # most recent first
+            if config.policy == "known" and ts is not None and known_after and fk.table in known_after:
+                order = _known_first(cands, ts, t_star - int(np.ceil(known_after[fk.table])), config.n_child)
+            else:
+                if len(cands) > config.n_child:
+                    if config.policy == "hash":
+                        cands = np.sort(cands[_hash_rank(config.sample_seed, fk.table, index.key_of_row[fk.table],
+                                                         cands)[:config.n_child]])
+                        cands = cands[np.argsort(index.rank[fk.table][cands], kind="stable")]
+                    else:  # "recent" (and "known" for a table without an outcome horizon)
+                        cands = cands[-config.n_child:]  # canonical order: the most recent last
+                order = cands[::-1]  # most recent first
+            for c in order.tolist():
                 m, new = add(fk.table, int(c))
                 if m >= 0:
                     edges.add((m, n))

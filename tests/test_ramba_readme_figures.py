@@ -1,0 +1,44 @@
+"""Issue 27: the quality figures that ``packages/ramba/README.md`` quotes are read from their
+committed result files here; a README figure that its JSON does not give fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "packages" / "ramba" / "README.md"
+_TASKS = "ramba-tasks-model-{}.json"
+
+
+def _models(name: str, task: str = "nyc-dep-delayed") -> dict:
+    return json.loads((RESULTS / _TASKS.format(name)).read_text())["tasks"][task]["models"]
+
+
+def _runs(entry: dict) -> list[float]:
+    return [r["test"] for r in entry["runs"]]
+
+
+def _figures() -> list[tuple[str, str]]:
+    """(what, the text the README must hold) for each quoted figure."""
+    known = _runs(_models("known-2026-11-28")["ramba-known-24x96"])
+    recent = _runs(_models("context-2026-11-27")["ramba-context-24x96"])
+    gap = json.loads((RESULTS / "ramba-tasks-gap-known-2026-11-28.json").read_text())["context_mean_counts"]
+    count = {k.split("max_rows=")[1].split(",")[0] + k.split("policy=")[1].split(",")[0]: v["origin_3h_context"]
+             for k, v in gap.items() if k != "n_seeds"}
+    return [
+        ("known-first AUC, seeds 0 / 1", f"{known[0]:.3f} / {known[1]:.3f} at seeds 0 / 1"),
+        ("recent AUC on the same seeds", f"against {recent[0]:.3f} / {recent[1]:.3f}"),
+        ("known origin outcomes in the context", f"raises the origin's {count['96' + repr('recent')]:.1f} to "
+                                                 f"{count['96' + repr('known')]:.1f}"),
+        ("the same with 128 rows", f"{count['128' + repr('known')]:.1f} with 128 rows"),
+    ]
+
+
+@pytest.mark.parametrize(("what", "text"), _figures())
+def test_readme_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
