@@ -49,7 +49,7 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
         "mean ROC-AUC"),
     "regression-11": (
         "realdata-2026-11-27-regression.json", "regression", "r2", 0,
-        [("lightgbm", "LightGBM"), ("linear", "Ridge"), ("tabflex-long", "tabflex-long (the default)"),
+        [("lightgbm", "LightGBM"), ("linear", "Ridge"), ("tabflex-long", "tabflex-long, untuned"),
          ("tabflex", "tabflex-icl")],
         "mean R²"),
     "suite-29x3": (
@@ -66,8 +66,8 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
     "regression-ft": (
         ("realdata-2026-11-27-regression-ft-s0.json", "realdata-2026-11-27-regression-ft-s12.json"),
         "regression", "r2", (0, 1, 2),
-        [("tabflex-long-ft", "tabflex-long, fine-tuned (`fine_tune=True`)"), ("linear", "Ridge"),
-         ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"), ("tabflex", "tabflex-long, untuned (the default)")],
+        [("tabflex-long-ft", "tabflex-long, fine-tuned (`fine_tune=True`, the default now)"), ("linear", "Ridge"),
+         ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"), ("tabflex", "tabflex-long, untuned (`fine_tune=False`)")],
         "mean R²"),
     "hard-6x3": (
         ("realdata-2026-11-27-long.json", "realdata-2026-11-27-hard-split1-cut.jsonl",
@@ -261,7 +261,7 @@ ROOT_ROW = (
     "and `tabflex-icl`, small CPU-trained models (not the paper's), and `tabflex-long`, the `\"auto\"` default "
     "(`tabflex-icl` pretrained further on one H200 with contexts up to 16,384 rows). Real-data suite: mean "
     "ROC-AUC {auc_long} on 29 classification tables (split 0) vs LightGBM {auc_lgbm}, LogisticRegression {auc_lr}, "
-    "XGBoost {auc_xgb}; regression with `fine_tune=True`: mean R² {r2_ft} over 11 tables x 3 splits vs Ridge "
+    "XGBoost {auc_xgb}; regression (fine-tuned by default): mean R² {r2_ft} over 11 tables x 3 splits vs Ridge "
     "{r2_ridge}, LightGBM {r2_lgbm} (untuned {r2_plain}); fit + predict {secs} s on average per 3,000-row table "
     "(2 threads, load ~3.4). Generated from `benchmarks/results/` in `packages/tabflex/README.md` |")
 

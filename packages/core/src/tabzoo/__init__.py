@@ -18,6 +18,10 @@ from tabzoo.errors import (
 
 __version__ = "0.1.0"
 
+#: the wait policy torch's OpenMP runtime loads (loaded) with, None: the runtime's default (spinning);
+#: read by tabzoo.kernels.threads.wait_policy, which the benchmarks record
+OMP_WAIT_POLICY_AT_TORCH_LOAD: str | None = _os.environ.get("OMP_WAIT_POLICY")
+
 __all__ = [
     "KernelNotSupportedError",
     "PluginLoadError",

@@ -17,6 +17,7 @@ from tabzoo.estimators.sk import (
     classification_labels,
     regression_targets,
 )
+from tabzoo.kernels.threads import host_threads
 
 __all__ = ["InContextClassifier", "InContextRegressor"]
 
@@ -73,6 +74,7 @@ class InContextClassifier(JointPredictMixin, ClassifierMixin, InContextEstimator
                 "OneVsRestClassifier."
             )
 
+    @host_threads
     def fit(self, X: Any, y: Any) -> InContextClassifier:
         """Store the preprocessed training rows and labels as the context.
 
@@ -105,6 +107,7 @@ class InContextClassifier(JointPredictMixin, ClassifierMixin, InContextEstimator
         self.n_classes_ = len(self.classes_)
         self.y_context_ = np.asarray(state["y_context"], dtype=np.int64)
 
+    @host_threads
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``[n_samples, n_classes]`` in the order of ``classes_``."""
         check_is_fitted(self, "classes_")
@@ -140,6 +143,7 @@ class InContextRegressor(JointPredictMixin, RegressorMixin, InContextEstimator):
         """Values ``[members, chunk]`` from model outputs ``[members, chunk, n_out]``."""
         return logits[..., 0]
 
+    @host_threads
     def fit(self, X: Any, y: Any) -> InContextRegressor:
         """Store the preprocessed training rows and standardised targets as the context."""
         Xt = self._fit_context(X, y)
@@ -172,6 +176,7 @@ class InContextRegressor(JointPredictMixin, RegressorMixin, InContextEstimator):
         self.y_scale_ = float(state["y_scale"])
         self.y_context_ = np.asarray(state["y_context"], dtype=np.float32)
 
+    @host_threads
     def predict(self, X: Any) -> np.ndarray:
         """Predicted values ``[n_samples]`` (float64)."""
         check_is_fitted(self, "y_context_")

@@ -43,7 +43,7 @@ from tabzoo.estimators.hierarchy import ecoc_proba, hierarchical_proba
 from tabzoo.estimators.local import LocalContexts, fit_local_contexts
 from tabzoo.estimators.options import resolve_inference_dtype
 from tabzoo.kernels.memory import check_memory, in_context_bytes
-from tabzoo.kernels.threads import model_flops_per_row, op_threads
+from tabzoo.kernels.threads import host_threads, model_flops_per_row, op_threads
 
 __all__ = ["AUTO_LOCAL_ROWS", "CONTEXT_STRATEGIES", "MANY_CLASS", "N_CODES", "EnsemblePath", "NonFiniteOutputError"]
 
@@ -251,6 +251,7 @@ class EnsemblePath:
             out[sl] = average_members(class_log_proba(logits, k, shifts), str(self.average), prior)
         return out
 
+    @host_threads
     def _proba(self, y: np.ndarray, k: int, x_query: np.ndarray, member_ids: Sequence[int] | None = None,
                context_rows: np.ndarray | None = None) -> np.ndarray:
         """Probabilities ``[n_query, k]`` for labels ``y [n_context]`` of the whole context, read from the
@@ -282,6 +283,7 @@ class EnsemblePath:
 
         return hierarchical_proba(predict, ys, k, limit, x_query.shape[0])
 
+    @host_threads
     def _member_values(self, x_query: np.ndarray, values: Any) -> np.ndarray:
         """Regression: the members' mean of ``values(outputs [M, chunk, n_out]) -> [M, chunk]`` ``[n_query]``."""
         ids = list(range(len(self.members_)))

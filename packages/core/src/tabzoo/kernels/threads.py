@@ -18,17 +18,31 @@ What tabzoo does:
   is at least its core count (a second thread then only waits for a core; measured with passive waiting
   at load ~11: 2 threads 1.06-1.16x the time of 1); otherwise the caller's ``torch.get_num_threads()``.
   So the default never runs the oversubscribed case, spinning or not.
+* :func:`call_threads` (the :func:`host_threads` decorator) scopes a whole public estimator call (``fit``,
+  ``predict``, ``predict_proba`` and the core's prediction path): on an oversubscribed machine every torch op
+  of the call runs on one thread, not only the forward passes. Measured in ``benchmarks/realdata.py``'s
+  runner (issue 28, 2026-11-28): with :func:`op_threads` alone, the ops between the passes (``torch.stack``
+  of the members' outputs 21 ms a call, ``torch.isfinite`` 10 ms, softmax) still ran on the caller's 2
+  threads and each paid a wake-up of a descheduled peer thread: predict_proba took 1.6x as long on 2 threads.
+* :func:`wait_policy` says whether the passive policy took effect: ``import tabzoo`` after ``import torch``
+  cannot set it any more (GNU OpenMP reads it when torch loads it), and OpenMP threads then spin.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["SMALL_PASS_FLOPS", "model_flops_per_row", "op_threads", "threads_for"]
+__all__ = ["SMALL_PASS_FLOPS", "call_threads", "host_threads", "model_flops_per_row", "op_threads", "threads_for",
+           "wait_policy"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: passes with fewer estimated FLOPs run on one thread (about 10 ms of one core's fp32 matmul)
 SMALL_PASS_FLOPS = 2e8
@@ -72,3 +86,45 @@ def op_threads(flops: float) -> Iterator[int]:
         yield n
     finally:
         torch.set_num_threads(before)
+
+
+def wait_policy() -> str:
+    """The OpenMP wait policy torch's runtime was loaded with: ``"passive"`` (waiting threads sleep),
+    ``"active"`` (they spin) or ``"default"`` (GNU OpenMP spins for a while, then sleeps).
+
+    ``import tabzoo`` records it (``tabzoo.OMP_WAIT_POLICY_AT_TORCH_LOAD``): the policy it set when torch was
+    not loaded yet, else the environment's value at that import (the best knowledge after the fact). To get
+    the passive policy, import tabzoo before torch or set ``OMP_WAIT_POLICY=PASSIVE`` before Python starts.
+    """
+    root = sys.modules.get("tabzoo")
+    value = getattr(root, "OMP_WAIT_POLICY_AT_TORCH_LOAD", None) if root is not None else None
+    if value is None:
+        value = os.environ.get("OMP_WAIT_POLICY")
+    value = (value or "").strip().upper()
+    return {"PASSIVE": "passive", "ACTIVE": "active"}.get(value, "default")
+
+
+@contextlib.contextmanager
+def call_threads() -> Iterator[int]:
+    """Run a whole estimator call on one torch thread when the machine is oversubscribed (load >= cores),
+    else with the caller's count; restore the caller's count after. Nested scopes are free."""
+    before = torch.get_num_threads()
+    if before <= 1 or not _oversubscribed():
+        yield before
+        return
+    torch.set_num_threads(1)
+    try:
+        yield 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def host_threads(fn: _F) -> _F:
+    """Decorator: ``fn`` runs inside :func:`call_threads` (the public calls of the core's estimators)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with call_threads():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
