@@ -33,6 +33,7 @@ from tabzoo.masks import Mask, context_query, window
 from tabzoo.nn import LabelEmbedding, MLPHead, TransformerBlock
 from torch import nn
 
+from tabzoo_orion_msp import rows as _rows
 from tabzoo_orion_msp.column import ColumnEmbedding
 from tabzoo_orion_msp.config import OrionConfig, get_config
 from tabzoo_orion_msp.memory import PerceiverMemory
@@ -158,11 +159,36 @@ class OrionMSP(nn.Module):
 
     # ------------------------------------------------------------------ stages
     def row_embeddings(self, x: torch.Tensor, n_context: int, pad_features: bool = False) -> torch.Tensor:
-        """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1)."""
+        """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1).
+
+        The two stages run fused, a chunk of rows at a time (:func:`~tabzoo_orion_msp.rows.rows_per_chunk`):
+        the columns' context summaries are computed once, then each chunk's cells are embedded and
+        go straight through the row stage, so neither stage's activations leave the CPU caches and
+        none is held for the whole table. Columns invalid in every episode (constant on the context,
+        e.g. the empty ones of ``pad_features``) embed to 0 without being computed. Rows are
+        independent in both stages, so this equals embedding the whole table first.
+        """
         z, valid = self.standardise(x, n_context, pad_features)
-        e = self.columns(z.to(self.rows.cls.dtype), n_context)
-        e = e * valid[:, None, :, None].to(e.dtype)
-        return self.rows(e)
+        z = z.to(self.rows.cls.dtype)
+        b, n, m = z.shape
+        used = valid.any(0)
+        every = bool(used.all())
+        idx = used.nonzero().squeeze(1)
+        zu, vu = (z, valid) if every else (z[..., idx], valid[:, idx])
+        vu = vu[:, None, :, None].to(z.dtype)
+        summary = self.columns.summarise(zu, n_context) if idx.numel() else []
+        step = max(1, _rows.COL_TOKENS // (b * (m + self.cfg.n_special)))
+        parts = []
+        for r0 in range(0, n, step):
+            r1 = min(n, r0 + step)
+            if every:
+                e = self.columns.embed(zu[:, r0:r1], summary) * vu
+            else:
+                e = z.new_zeros(b, r1 - r0, m, self.cfg.d)
+                if idx.numel():
+                    e[:, :, idx] = self.columns.embed(zu[:, r0:r1], summary) * vu
+            parts.append(self.rows(e))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
     @staticmethod
     def centre_rows(h: torch.Tensor, n_context: int, eps: float = 1e-4) -> torch.Tensor:
