@@ -48,8 +48,10 @@ def test_class_balance_moves_imbalanced_tables_only() -> None:
 
 def test_many_classes_by_ecoc_or_the_class_tree() -> None:
     X, y, q = _table([8] * 12, n_test=10)
-    tree = OrionMSPClassifier(device="cpu", n_estimators=1).fit(X, y).predict_proba(q)
-    ecoc = OrionMSPClassifier(device="cpu", n_estimators=1, many_class="ecoc").fit(X, y).predict_proba(q)
+    tree = OrionMSPClassifier(device="cpu", n_estimators=2).fit(X, y).predict_proba(q)
+    # ECOC runs one member per code: each reads its own context (failed before the core's
+    # _member_inputs picked the called members' entries of _context_subsets)
+    ecoc = OrionMSPClassifier(device="cpu", n_estimators=2, many_class="ecoc").fit(X, y).predict_proba(q)
     for p in (tree, ecoc):
         assert p.shape == (10, 12) and np.isfinite(p).all()
         np.testing.assert_allclose(p.sum(1), 1.0, rtol=0, atol=1e-9)

@@ -238,8 +238,9 @@ def test_the_column_stage_from_context_summaries_equals_the_isab_stack(blocks: i
 
 
 def test_fused_row_embeddings_equal_the_stages_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``OrionMSP.row_embeddings`` fuses the column and row stages chunk by chunk and skips the
-    columns invalid in every episode; the result equals embedding the whole table, then the rows."""
+    """``OrionMSP.row_embeddings`` runs blocks of rows through the column stage (a few columns at a
+    time) and then the row stage, and skips the columns invalid in every episode; the result equals
+    embedding the whole table, then the rows."""
     from tabzoo_orion_msp import rows as rows_mod
     from tabzoo_orion_msp.model import OrionMSP
 
@@ -251,7 +252,11 @@ def test_fused_row_embeddings_equal_the_stages_in_one_piece(monkeypatch: pytest.
     with torch.no_grad():
         z, valid = model.standardise(x, 10, pad_features=True)
         ref = model.rows(_isab_columns(model, z, 10) * valid[:, None, :, None])
-        monkeypatch.setattr(rows_mod, "COL_TOKENS", 3 * (model.max_features + model.cfg.n_special))
+        fused_once = model.row_embeddings(x, 10, pad_features=True)
+        # blocks of 5 rows, pieces of 2 columns (the last block and piece short)
+        monkeypatch.setattr(rows_mod, "CELLS", 2 * model.max_features * 5)
+        monkeypatch.setattr(rows_mod, "COL_TOKENS", 2 * 5 * 2)
         fused = model.row_embeddings(x, 10, pad_features=True)
+    torch.testing.assert_close(fused_once, ref, rtol=0, atol=1e-5)
     assert fused.shape == ref.shape == (2, 17, model.cfg.d_row)
     torch.testing.assert_close(fused, ref, rtol=0, atol=1e-5)

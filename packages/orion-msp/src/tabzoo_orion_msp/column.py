@@ -94,6 +94,19 @@ class ColumnEmbedding(nn.Module):
                 h = self._read(mab, h, out[-1])
         return out
 
+    @staticmethod
+    def select(summary: Summary, batch: int, start: int, stop: int) -> Summary:
+        """The summaries of columns ``[start, stop)`` of each of ``batch`` episodes (for :meth:`embed`)."""
+        out: Summary = []
+        for k, v in summary:
+            if start == 0 and stop * batch == k.shape[0]:
+                out.append((k, v))
+                continue
+            m = k.shape[0] // batch
+            out.append(tuple(t.view(batch, m, *t.shape[1:])[:, start:stop].reshape(-1, *t.shape[1:])
+                             for t in (k, v)))  # type: ignore[misc]
+        return out
+
     def embed(self, x: torch.Tensor, summary: Summary) -> torch.Tensor:
         """Eqs. 1, 3 and 7-9 for the rows of ``x``: each cell reads its column's summaries.
 

@@ -161,12 +161,15 @@ class OrionMSP(nn.Module):
     def row_embeddings(self, x: torch.Tensor, n_context: int, pad_features: bool = False) -> torch.Tensor:
         """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1).
 
-        The two stages run fused, a chunk of rows at a time (:func:`~tabzoo_orion_msp.rows.rows_per_chunk`):
-        the columns' context summaries are computed once, then each chunk's cells are embedded and
-        go straight through the row stage, so neither stage's activations leave the CPU caches and
-        none is held for the whole table. Columns invalid in every episode (constant on the context,
-        e.g. the empty ones of ``pad_features``) embed to 0 without being computed. Rows are
-        independent in both stages, so this equals embedding the whole table first.
+        The columns' context summaries are computed once (:meth:`ColumnEmbedding.summarise`); then the
+        rows go through in blocks of about :data:`~tabzoo_orion_msp.rows.CELLS` cells: each block's cells
+        are embedded a few columns at a time (:data:`~tabzoo_orion_msp.rows.COL_TOKENS` cells per piece,
+        so every piece's activations stay in the CPU caches) and the block goes straight through the
+        row stage (which runs its own cache-sized chunks of rows). No stage holds activations for the
+        whole table. Columns invalid in every episode (constant on the context, e.g. the empty ones of
+        ``pad_features``) embed to 0 without being computed. Rows and columns are independent in the
+        column stage once the summaries are known, and rows are independent in the row stage, so this
+        equals embedding the whole table in one piece.
         """
         z, valid = self.standardise(x, n_context, pad_features)
         z = z.to(self.rows.cls.dtype)
@@ -176,17 +179,22 @@ class OrionMSP(nn.Module):
         idx = used.nonzero().squeeze(1)
         zu, vu = (z, valid) if every else (z[..., idx], valid[:, idx])
         vu = vu[:, None, :, None].to(z.dtype)
-        summary = self.columns.summarise(zu, n_context) if idx.numel() else []
-        step = max(1, _rows.COL_TOKENS // (b * (m + self.cfg.n_special)))
+        k = int(idx.numel())
+        summary = self.columns.summarise(zu, n_context) if k else []
+        block = max(1, _rows.CELLS // (b * m))
         parts = []
-        for r0 in range(0, n, step):
-            r1 = min(n, r0 + step)
-            if every:
-                e = self.columns.embed(zu[:, r0:r1], summary) * vu
-            else:
-                e = z.new_zeros(b, r1 - r0, m, self.cfg.d)
-                if idx.numel():
-                    e[:, :, idx] = self.columns.embed(zu[:, r0:r1], summary) * vu
+        for r0 in range(0, n, block):
+            r1 = min(n, r0 + block)
+            e = z.new_zeros(b, r1 - r0, m, self.cfg.d)
+            step = max(1, _rows.COL_TOKENS // (b * (r1 - r0)))
+            for c0 in range(0, k, step):
+                c1 = min(k, c0 + step)
+                piece = self.columns.embed(zu[:, r0:r1, c0:c1], self.columns.select(summary, b, c0, c1))
+                piece = piece * vu[:, :, c0:c1]
+                if every:
+                    e[:, :, c0:c1] = piece
+                else:
+                    e[:, :, idx[c0:c1]] = piece
             parts.append(self.rows(e))
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
