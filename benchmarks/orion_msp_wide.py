@@ -9,7 +9,9 @@ interleaved rounds (both see the same load of the shared machine): automatic ker
 row attention of scale 1 runs on the block-sparse ``banded`` kernel above 320 tokens) and every
 attention forced to dense SDPA (``tabzoo.kernels.use("sdpa")``, the row mask materialised). Per
 ``m``: process CPU seconds of each path per round, the speed-up of every round (dense / fast) with
-its median, the largest probability difference and whether the predicted classes agree.
+its median, the largest probability difference and whether the predicted classes agree. The fp32
+matmul peak of the machine is measured in the same run (before and after), and the JSON is written
+again after every table width, so a cut run keeps what it measured.
 For reference the same is run with the default estimator (``wide_features=None``: members read
 subsets of 100 features, padded to 100, dense SDPA in both paths).
 """
@@ -31,7 +33,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _machine import machine_info  # noqa: E402
+from _machine import machine_info, matmul_gflops  # noqa: E402
 
 
 def _table(n: int, m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -84,22 +86,33 @@ def main() -> None:
         p.error(f"{a.out} exists; results are never overwritten, pick a new name")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     t0 = time.perf_counter()
-    rows = [measure(100, False, a.train, a.test, a.rounds)]
-    for m in (int(v) for v in a.features.split(",")):
-        rows.append(measure(m, False, a.train, a.test, a.rounds))
-        rows.append(measure(m, True, a.train, a.test, a.rounds))
+    rows: list[dict[str, Any]] = []
     out = {"benchmark": "orion-msp fast path through predict_proba (issue 28 item 4)",
            "date_utc": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine_info(),
            "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+           "matmul_gflops_start": {"fp32": round(matmul_gflops(torch.float32), 1)},
            "protocol": {"estimator": "OrionMSPClassifier(orion-msp-small, n_estimators=1)",
                         "timing": "process CPU seconds of predict_proba, fast (automatic dispatch) and dense "
                                   "(tabzoo.kernels.use('sdpa')) interleaved per round",
                         "rounds": a.rounds},
-           "results": rows, "wall_s": round(time.perf_counter() - t0, 1)}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n", encoding="utf-8")
+           "results": rows}
+
+    def save() -> None:
+        out["wall_s"] = round(time.perf_counter() - t0, 1)
+        if a.out:
+            Path(a.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+    save()
+    rows.append(measure(100, False, a.train, a.test, a.rounds))
+    save()
+    for m in (int(v) for v in a.features.split(",")):
+        rows.append(measure(m, False, a.train, a.test, a.rounds))
+        rows.append(measure(m, True, a.train, a.test, a.rounds))
+        save()
+    out["matmul_gflops_end"] = {"fp32": round(matmul_gflops(torch.float32), 1)}
+    out["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    save()
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -183,14 +183,80 @@ def test_pad_features_reproduces_the_pretraining_layout(n_features, seed) -> Non
 
 
 def test_the_row_stage_in_chunks_of_rows_equals_one_piece(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``RowInteraction`` runs ``ROW_CHUNK`` rows at a time to bound its memory; rows are independent,
-    so chunks of 3 rows (11 chunks here, the last one short) give what one piece gives."""
+    """``RowInteraction`` runs about ``ROW_TOKENS`` tokens of rows at a time (cache-sized, and it bounds
+    the memory); rows are independent, so chunks of 3 rows (11 chunks here, the last one short) give
+    what one piece gives."""
     from tabzoo_orion_msp import rows as rows_mod
 
     torch.manual_seed(0)
-    e = torch.randn(2, 16, 7, tiny.cfg.d)  # [B, N, m, d]: 32 rows
+    e = torch.randn(2, 16, 7, tiny.cfg.d)  # [B, N, m, d]: 32 rows of 7 + 8 special tokens
     whole = tiny.rows(e)
-    monkeypatch.setattr(rows_mod, "ROW_CHUNK", 3)
+    monkeypatch.setattr(rows_mod, "ROW_TOKENS", 3 * (7 + tiny.cfg.n_special))
+    assert rows_mod.rows_per_chunk(7 + tiny.cfg.n_special) == 3
     chunked = tiny.rows(e)
     assert chunked.shape == whole.shape == (2, 16, tiny.cfg.n_cls * tiny.cfg.d)
     torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-6)
+
+
+def _isab_columns(model, x: torch.Tensor, n_context: int) -> torch.Tensor:
+    """The column embedding written with the core's ``ISAB.forward`` in one piece (eqs. 1-9)."""
+    col = model.columns
+    b, n, m = x.shape
+    cols = x.transpose(1, 2).reshape(b * m, n, 1)
+    h = col.proj(cols)
+    for isab in col.isabs:
+        h = isab(h, n_context=n_context)
+    w, bias = col.out(col.generator(h)).chunk(2, dim=-1)
+    return (cols * col.norm_w(w) + col.norm_b(bias)).view(b, m, n, col.d).transpose(1, 2)
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_the_column_stage_from_context_summaries_equals_the_isab_stack(blocks: int) -> None:
+    """``ColumnEmbedding`` computes the inducing points' summaries of the context rows once and embeds
+    rows in any chunks against them; that equals the core's ISAB blocks run on the whole column."""
+    from tabzoo_orion_msp.model import OrionMSP
+
+    torch.manual_seed(blocks)
+    model = OrionMSP({"preset": "tiny", "col_blocks": blocks}).eval()
+    x = torch.randn(2, 13, 5)
+    with torch.no_grad():
+        ref = _isab_columns(model, x, 9)
+        summary = model.columns.summarise(x, 9)
+        pieces = torch.cat([model.columns.embed(x[:, i:i + 4], summary) for i in range(0, 13, 4)], dim=1)
+        whole = model.columns(x, 9)
+    assert ref.shape == (2, 13, 5, model.cfg.d)
+    torch.testing.assert_close(whole, ref, rtol=0, atol=1e-6)
+    torch.testing.assert_close(pieces, ref, rtol=1e-5, atol=1e-5)  # another matmul blocking: rounding
+    # a query row's change moves only that row (the summaries read the context rows)
+    x2 = x.clone()
+    x2[:, 11] += 3.0
+    with torch.no_grad():
+        moved = model.columns(x2, 9)
+    assert not torch.allclose(moved[:, 11], ref[:, 11])
+    torch.testing.assert_close(moved[:, :11], ref[:, :11], rtol=0, atol=1e-6)
+    torch.testing.assert_close(moved[:, 12], ref[:, 12], rtol=0, atol=1e-6)
+
+
+def test_fused_row_embeddings_equal_the_stages_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``OrionMSP.row_embeddings`` runs blocks of rows through the column stage (a few columns at a
+    time) and then the row stage, and skips the columns invalid in every episode; the result equals
+    embedding the whole table, then the rows."""
+    from tabzoo_orion_msp import rows as rows_mod
+    from tabzoo_orion_msp.model import OrionMSP
+
+    torch.manual_seed(3)
+    model = OrionMSP("tiny").eval()
+    x = torch.randn(2, 17, 6)
+    x[:, :, 2] = 1.5  # constant: invalid in both episodes, skipped
+    x[0, :, 4] = 0.0  # invalid in the first episode only
+    with torch.no_grad():
+        z, valid = model.standardise(x, 10, pad_features=True)
+        ref = model.rows(_isab_columns(model, z, 10) * valid[:, None, :, None])
+        fused_once = model.row_embeddings(x, 10, pad_features=True)
+        # blocks of 5 rows, pieces of 2 columns (the last block and piece short)
+        monkeypatch.setattr(rows_mod, "CELLS", 2 * model.max_features * 5)
+        monkeypatch.setattr(rows_mod, "COL_TOKENS", 2 * 5 * 2)
+        fused = model.row_embeddings(x, 10, pad_features=True)
+    torch.testing.assert_close(fused_once, ref, rtol=0, atol=1e-5)
+    assert fused.shape == ref.shape == (2, 17, model.cfg.d_row)
+    torch.testing.assert_close(fused, ref, rtol=0, atol=1e-5)

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from tabzoo.checkpoint import load_shipped_model, shipped_dir
 from tabzoo.checkpoint import shipped_checkpoints as _shipped
+from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import InContextClassifier
 from tabzoo.estimators.forward import ConcatForward
 from tabzoo.train.finetune import FineTuneMixin
@@ -47,6 +48,31 @@ from tabzoo.train.finetune import FineTuneMixin
 from tabzoo_orion_msp.model import OrionMSP
 
 logger = logging.getLogger(__name__)
+
+#: ``class_balance``: the most times one context row is repeated (bounds the context's growth)
+MAX_REPEAT = 64
+
+
+class RepeatForward(ConcatForward):
+    """:class:`~tabzoo.estimators.forward.ConcatForward` that takes the core's ``class_balance`` row
+    weights by repeating each context row ``round(w)`` times (at most :data:`MAX_REPEAT`).
+
+    A row repeated ``r`` times weighs ``r`` in every attention sum over context rows (the ICL blocks,
+    the Perceiver write, the column summaries), which is what a weight means; the weights of
+    ``class_balance`` are whole numbers for the common class counts' ratios only approximately, so the
+    rounding (and the cap) make the balance approximate, and the core's prior correction is computed
+    from the unrounded weights.
+    """
+
+    def encode_context(self, x_context: torch.Tensor, y_context: torch.Tensor,
+                       weights: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """:param weights: ``[1, n]`` or None; ``x_context [M, n, F]``, ``y_context [M, n]``."""
+        if weights is None:
+            return x_context, y_context
+        reps = torch.round(weights.reshape(-1).float()).clamp(1, MAX_REPEAT).long().to(x_context.device)
+        if bool((reps == 1).all()):
+            return x_context, y_context
+        return x_context.repeat_interleave(reps, dim=1), y_context.repeat_interleave(reps, dim=1)
 
 __all__ = ["OrionMSPClassifier", "DEFAULT_CHECKPOINT", "load_orion", "shipped_checkpoints"]
 
@@ -104,6 +130,13 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
     :param wide_features: None (members read feature subsets of the checkpoint's ``max_features``) or
         an int >= 1: members read up to that many features at once, on the block-sparse row path
         above ~312 features (see the module docstring).
+    :param class_balance: 0 (context rows as they are) or a strength ``s``: class ``c``'s context rows
+        are repeated ``round((n_largest / n_c) ** s)`` times (at most :data:`MAX_REPEAT`; the core's
+        :func:`tabzoo.estimators.class_balance`), so rare classes are read from more than a handful of
+        rows, and the class prior this implies is divided out of the output.
+    :param many_class: more classes than the head's 10: ``"hierarchical"`` (appendix A.6: balanced
+        class tree, ``p(c) = p(group) p(c | group)``) or ``"ecoc"`` (16 random balanced error-correcting
+        codes, :func:`tabzoo.estimators.hierarchy.ecoc_proba`).
 
     Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
     the head's 10 the hierarchical split of appendix A.6 takes over.
@@ -123,7 +156,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  verbose: bool = False, feature_transforms: tuple[str, ...] = ("none", "power"),
                  categorical_features: Any = "auto", pad_features: bool = True,
                  max_context_rows: int | None = 4096, fine_tune: Any = None,
-                 wide_features: int | None = None) -> None:
+                 wide_features: int | None = None, class_balance: float = 0.0,
+                 many_class: str = "hierarchical") -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -138,6 +172,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         self.max_context_rows = max_context_rows
         self.fine_tune = fine_tune
         self.wide_features = wide_features
+        self.class_balance = class_balance
+        self.many_class = many_class
 
     def _load_model(self) -> torch.nn.Module:
         model = load_orion(self.checkpoint)
@@ -147,14 +183,14 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
 
     def _context_forward(self) -> ConcatForward:
         """The core's prediction path runs ``model(cat(context, query), y_context, pad_features=...)``."""
-        return ConcatForward(self.model_, pad_features=bool(self.pad_features))
+        return RepeatForward(self.model_, pad_features=bool(self.pad_features))
 
     def _check_n_classes(self, n_classes: int) -> None:
         """Any number of classes: beyond the head, the hierarchical split takes over."""
 
     def fit(self, X: Any, y: Any) -> OrionMSPClassifier:
         """Store the preprocessed training rows and labels as the context (no gradient step)."""
-        from tabzoo.errors import TabzooInputError
+        from tabzoo.estimators.ensemble import MANY_CLASS
 
         t = self.softmax_temperature
         if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
@@ -167,6 +203,9 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         wide = self.wide_features
         if wide is not None and (isinstance(wide, bool) or not isinstance(wide, int | np.integer) or wide < 1):
             raise TabzooInputError(f"wide_features must be None or an int >= 1, got {wide!r}.")
+        if self.many_class not in MANY_CLASS:
+            raise TabzooInputError(f"many_class must be one of {MANY_CLASS}, got {self.many_class!r}.")
+        self._balance_strength()  # refuses a bad class_balance now, with the core's message
         super().fit(X, y)
         return self
 

@@ -33,6 +33,7 @@ from tabzoo.masks import Mask, context_query, window
 from tabzoo.nn import LabelEmbedding, MLPHead, TransformerBlock
 from torch import nn
 
+from tabzoo_orion_msp import rows as _rows
 from tabzoo_orion_msp.column import ColumnEmbedding
 from tabzoo_orion_msp.config import OrionConfig, get_config
 from tabzoo_orion_msp.memory import PerceiverMemory
@@ -158,11 +159,44 @@ class OrionMSP(nn.Module):
 
     # ------------------------------------------------------------------ stages
     def row_embeddings(self, x: torch.Tensor, n_context: int, pad_features: bool = False) -> torch.Tensor:
-        """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1)."""
+        """Column embedding + row interaction: ``[B, N, F]`` -> ``[B, N, d_R]`` (Algorithm 1).
+
+        The columns' context summaries are computed once (:meth:`ColumnEmbedding.summarise`); then the
+        rows go through in blocks of about :data:`~tabzoo_orion_msp.rows.CELLS` cells: each block's cells
+        are embedded a few columns at a time (:data:`~tabzoo_orion_msp.rows.COL_TOKENS` cells per piece,
+        so every piece's activations stay in the CPU caches) and the block goes straight through the
+        row stage (which runs its own cache-sized chunks of rows). No stage holds activations for the
+        whole table. Columns invalid in every episode (constant on the context, e.g. the empty ones of
+        ``pad_features``) embed to 0 without being computed. Rows and columns are independent in the
+        column stage once the summaries are known, and rows are independent in the row stage, so this
+        equals embedding the whole table in one piece.
+        """
         z, valid = self.standardise(x, n_context, pad_features)
-        e = self.columns(z.to(self.rows.cls.dtype), n_context)
-        e = e * valid[:, None, :, None].to(e.dtype)
-        return self.rows(e)
+        z = z.to(self.rows.cls.dtype)
+        b, n, m = z.shape
+        used = valid.any(0)
+        every = bool(used.all())
+        idx = used.nonzero().squeeze(1)
+        zu, vu = (z, valid) if every else (z[..., idx], valid[:, idx])
+        vu = vu[:, None, :, None].to(z.dtype)
+        k = int(idx.numel())
+        summary = self.columns.summarise(zu, n_context) if k else []
+        block = max(1, _rows.CELLS // (b * m))
+        parts = []
+        for r0 in range(0, n, block):
+            r1 = min(n, r0 + block)
+            e = z.new_zeros(b, r1 - r0, m, self.cfg.d)
+            step = max(1, _rows.COL_TOKENS // (b * (r1 - r0)))
+            for c0 in range(0, k, step):
+                c1 = min(k, c0 + step)
+                piece = self.columns.embed(zu[:, r0:r1, c0:c1], self.columns.select(summary, b, c0, c1))
+                piece = piece * vu[:, :, c0:c1]
+                if every:
+                    e[:, :, c0:c1] = piece
+                else:
+                    e[:, :, idx[c0:c1]] = piece
+            parts.append(self.rows(e))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
 
     @staticmethod
     def centre_rows(h: torch.Tensor, n_context: int, eps: float = 1e-4) -> torch.Tensor:

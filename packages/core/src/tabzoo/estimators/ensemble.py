@@ -95,7 +95,8 @@ class EnsemblePath:
         return ConcatForward(self.model_)
 
     def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray] | None:
-        """Per member, positions into ``rows`` of the context it reads (equal counts), or None: all rows."""
+        """Per member of ``members_``, positions into ``rows`` of the context it reads (equal counts), or None:
+        all rows. (A call for some of the members, e.g. one ECOC code, reads the entries of those members.)"""
         return None
 
     def _views(self) -> list[Any]:  # provided by InContextEstimator
@@ -225,6 +226,7 @@ class EnsemblePath:
             ctx = self.X_context_ if rows is None else self.X_context_[rows]
             return [ctx] * len(member_ids), [(y + s) % k if k else y for s in shifts]
         at = np.arange(n) if rows is None else rows
+        subsets = [subsets[i] for i in member_ids]
         return ([self.X_context_[at[sub]] for sub in subsets],
                 [(y[sub] + s) % k for s, sub in zip(shifts, subsets, strict=True)])
 
