@@ -147,25 +147,31 @@ def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
     rows = report.setdefault("grid", [])
     sizes = args.design == "sizes"
-    for seed in args.seeds:
-        for i, st in enumerate(SIZES if sizes else GRID):
-            if args.settings and i not in args.settings:
-                continue
-            if sizes:  # validation rows: a fifth of the training rows, at least --n-val
-                n_train, n_val = st["n_train"], max(args.n_val, st["n_train"] // 5)
-            else:
-                n_train, n_val = (args.n_train // 2 if st["regime"] == "small" else args.n_train), args.n_val
-            noise = 1.0 if st["regime"] == "noisy" else 0.01
-            gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
-                                sizes=(n_train, n_val, args.n_test))
-            s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
-            parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
-            split = tuple(a for part in parts for a in part)
-            res = fit_all(args.models, ["regression"] * st["t"], split, recipe(args, n_train), seed)
-            rows.append(dict(st, design=args.design, setting=i, seed=seed, noise=noise, n_train=n_train, n_val=n_val, **res))
-            print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}
-                             | {"dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
-            write(report, args.out)
+    settings = [(i, st) for i, st in enumerate(SIZES if sizes else GRID) if not args.settings or i in args.settings]
+    # --order setting: every seed of a setting before the next setting (a cut run keeps whole settings,
+    # each with its spread over seeds); --order seed: the whole grid per seed
+    order = ([(seed, i, st) for i, st in settings for seed in args.seeds] if args.order == "setting"
+             else [(seed, i, st) for seed in args.seeds for i, st in settings])
+    for seed, i, st in order:
+        if sizes:  # validation rows: a fifth of the training rows, at least --n-val
+            n_train, n_val = st["n_train"], max(args.n_val, st["n_train"] // 5)
+        else:
+            n_train, n_val = (args.n_train // 2 if st["regime"] == "small" else args.n_train), args.n_val
+        noise = 1.0 if st["regime"] == "noisy" else 0.01
+        gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
+                            sizes=(n_train, n_val, args.n_test))
+        s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
+        parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
+        split = tuple(a for part in parts for a in part)
+        kw = recipe(args, n_train)
+        if args.patience_steps:  # patience of at least --patience-steps optimizer steps
+            steps = -(-n_train // (MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train)))
+            kw["patience"] = max(args.patience, -(-args.patience_steps // steps))
+        res = fit_all(args.models, ["regression"] * st["t"], split, kw, seed)
+        rows.append(dict(st, design=args.design, patience=kw["patience"], setting=i, seed=seed, noise=noise, n_train=n_train, n_val=n_val, **res))
+        print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}
+                         | {"dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
+        write(report, args.out)
 
 
 def real_tables(max_rows: int) -> list[tuple[str, Any, list[str], list[str], list[str]]]:
@@ -341,6 +347,10 @@ def main() -> None:
     ap.add_argument("--inputs", type=Path, nargs="*", default=[])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--settings", type=int, nargs="*", help="indices into the 18-setting grid (default all)")
+    ap.add_argument("--order", choices=["seed", "setting"], default="seed",
+                    help="grid: loop over seeds outside (whole grid per seed) or inside (all seeds of a setting first)")
+    ap.add_argument("--patience-steps", type=int, default=0,
+                    help="grid: early-stopping patience of at least this many optimizer steps (0 = --patience epochs)")
     ap.add_argument("--design", choices=["regimes", "sizes"], default="regimes",
                     help="grid: 'regimes' (clean / noisy / half rows at --n-train) or 'sizes' (300 / 1,500 / 5,000 rows)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
