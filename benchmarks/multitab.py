@@ -377,6 +377,8 @@ def main() -> None:
         summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs],
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
                    "grid_by_factor": by_factor(grid_rows) if grid_rows else None,
+                   "grid_runs_per_setting": {str(k): sum(r["setting"] == k for r in grid_rows)
+                                             for k in sorted({r["setting"] for r in grid_rows})},
                    "grid_stopping": stopping(grid_rows, max(int(rep["settings"]["epochs"]) for rep in reps)) if grid_rows else None,
                    "real": summarise(real_rows, "dataset") if real_rows else None,
                    "grid_settings": {str(i): g for i, g in enumerate(SIZES if grid_rows and grid_rows[0].get("design") == "sizes" else GRID)}}
