@@ -66,6 +66,17 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
+#: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
+#: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
+#: (each run of 6 cycles the sizes, the p values and the three task/noise regimes). 5,000 rows did not
+#: fit: one 5,000-row setting with every model took ~7 min here (``multitab-grid-sizes-timing-*.json``).
+SIZES = [dict(n_train=n, p=p, t=t, regime=r) for n, p, (t, r) in
+         [(3000, 0.2, (3, "clean")), (300, 1.0, (5, "clean")), (1000, 0.2, (3, "noisy")),
+          (300, 0.2, (3, "clean")), (1000, 1.0, (5, "clean")), (3000, 1.0, (3, "noisy")),
+          (1000, 0.2, (3, "clean")), (3000, 1.0, (5, "clean")), (300, 0.2, (3, "noisy")),
+          (3000, 1.0, (3, "clean")), (300, 0.2, (5, "clean")), (1000, 1.0, (3, "noisy")),
+          (300, 1.0, (3, "clean")), (1000, 0.2, (5, "clean")), (3000, 0.2, (3, "noisy")),
+          (1000, 1.0, (3, "clean")), (3000, 0.2, (5, "clean")), (300, 1.0, (3, "noisy"))]]
 
 
 def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
@@ -125,6 +136,7 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
             est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
             res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
         res["fit_s"][m] = round(time.perf_counter() - t0, 2)
+        print(json.dumps({"model": m, "fit_s": res["fit_s"][m], "epochs": res["epochs"].get(m)}), file=sys.stderr, flush=True)
     res["delta_m"] = {ref: {m: delta_m(s, res["scores"][ref]) for m, s in res["scores"].items() if m != ref}
                       for ref in REFERENCES if ref in res["scores"]}
     return res
@@ -134,22 +146,32 @@ def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
     from tabzoo_priors import MultiTabBench
 
     rows = report.setdefault("grid", [])
-    for seed in args.seeds:
-        for i, st in enumerate(GRID):
-            if args.settings and i not in args.settings:
-                continue
-            n_train = args.n_train // 2 if st["regime"] == "small" else args.n_train
-            noise = 1.0 if st["regime"] == "noisy" else 0.01
-            gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
-                                sizes=(n_train, args.n_val, args.n_test))
-            s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
-            parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
-            split = tuple(a for part in parts for a in part)
-            res = fit_all(args.models, ["regression"] * st["t"], split, recipe(args, n_train), seed)
-            rows.append(dict(st, setting=i, seed=seed, noise=noise, n_train=n_train, **res))
-            print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}
-                             | {"dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
-            write(report, args.out)
+    sizes = args.design == "sizes"
+    settings = [(i, st) for i, st in enumerate(SIZES if sizes else GRID) if not args.settings or i in args.settings]
+    # --order setting: every seed of a setting before the next setting (a cut run keeps whole settings,
+    # each with its spread over seeds); --order seed: the whole grid per seed
+    order = ([(seed, i, st) for i, st in settings for seed in args.seeds] if args.order == "setting"
+             else [(seed, i, st) for seed in args.seeds for i, st in settings])
+    for seed, i, st in order:
+        if sizes:  # validation rows: a fifth of the training rows, at least --n-val
+            n_train, n_val = st["n_train"], max(args.n_val, st["n_train"] // 5)
+        else:
+            n_train, n_val = (args.n_train // 2 if st["regime"] == "small" else args.n_train), args.n_val
+        noise = 1.0 if st["regime"] == "noisy" else 0.01
+        gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
+                            sizes=(n_train, n_val, args.n_test))
+        s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
+        parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
+        split = tuple(a for part in parts for a in part)
+        kw = recipe(args, n_train)
+        if args.patience_steps:  # patience of at least --patience-steps optimizer steps
+            steps = -(-n_train // (MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train)))
+            kw["patience"] = max(args.patience, -(-args.patience_steps // steps))
+        res = fit_all(args.models, ["regression"] * st["t"], split, kw, seed)
+        rows.append(dict(st, design=args.design, patience=kw["patience"], setting=i, seed=seed, noise=noise, n_train=n_train, n_val=n_val, **res))
+        print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}
+                         | {"dm_vs_stl": res["delta_m"].get("stl")}), file=sys.stderr, flush=True)
+        write(report, args.out)
 
 
 def real_tables(max_rows: int) -> list[tuple[str, Any, list[str], list[str], list[str]]]:
@@ -212,6 +234,24 @@ def write(report: dict[str, Any], out: Path | None) -> None:
         tmp.replace(out)
 
 
+def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the same grid draw (design, setting, seed) from several runs (e.g. the baselines in one
+    run, the single-task MultiTab-Nets in another) joined into one, with Δm recomputed from the joined
+    test scores; draws are seeded, so the same (setting, seed) is the same train / validation / test data."""
+    joined: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        key = (r.get("design", "regimes"), r["setting"], r["seed"], r["n_train"])
+        if key not in joined:
+            joined[key] = {**r, "scores": dict(r["scores"]), "fit_s": dict(r["fit_s"]), "epochs": dict(r["epochs"])}
+        else:
+            for k in ("scores", "fit_s", "epochs"):
+                joined[key][k].update(r[k])
+    for r in joined.values():
+        r["delta_m"] = {ref: {m: delta_m(s, r["scores"][ref]) for m, s in r["scores"].items() if m != ref}
+                        for ref in REFERENCES if ref in r["scores"]}
+    return list(joined.values())
+
+
 def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     """Per reference: mean, std and count of Δm per model over all rows; settings where it is > 0."""
     out: dict[str, Any] = {}
@@ -232,6 +272,37 @@ def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return out
 
 
+def by_factor(rows: list[dict[str, Any]], factors: tuple[str, ...] = ("n_train", "p", "t", "regime")) -> dict[str, Any]:
+    """Mean ± std of Δm per model, per reference and per level of each grid factor (all runs at that level)."""
+    out: dict[str, Any] = {}
+    for ref in REFERENCES:
+        models = sorted({m for r in rows for m in r["delta_m"].get(ref, {})})
+        for f in factors:
+            for level in sorted({r[f] for r in rows if f in r}, key=str):
+                sel = [r for r in rows if r.get(f) == level]
+                for m in models:
+                    v = [r["delta_m"][ref][m] for r in sel if m in r["delta_m"].get(ref, {})]
+                    if v:
+                        out.setdefault(ref, {}).setdefault(f, {}).setdefault(str(level), {})[m] = {
+                            "mean": round(float(np.mean(v)), 3), "std": round(float(np.std(v)), 3), "runs": len(v)}
+    return out
+
+
+def stopping(rows: list[dict[str, Any]], cap: int) -> dict[str, Any]:
+    """Per model: fits that stopped early (before the ``cap`` epochs) and the median epochs run."""
+    out: dict[str, Any] = {}
+    for m in sorted({m for r in rows for m in r.get("epochs", {})}):
+        ep = [e for r in rows for e in np.atleast_1d(r["epochs"].get(m, [])).tolist()]
+        out[m] = {"fits": len(ep), "stopped_early": int(sum(e < cap for e in ep)), "median_epochs": float(np.median(ep))}
+    return out
+
+
+def _label(row: dict[str, Any]) -> str:
+    if row.get("design") == "sizes":
+        return f"n={row['n_train']}\nt={row['t']} {row['regime']}\np={row['p']}"
+    return f"{row['regime']}\nt={row['t']} p={row['p']}"
+
+
 def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "setting") -> None:
     """Bars of Δm against ``ref`` per model and per ``key`` (a grid ``"setting"`` or a real ``"dataset"``),
     mean ± std over seeds."""
@@ -240,9 +311,12 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = [m for m in ("multitab", "mt_single", "mt_nomask", "mt_twin", "mmoe", "ple", "shared_bottom", "gbdt") if any(
+    models = [m for m in ("multitab", "mt_single", "mt_nomask", "mt_twin", "stl", "mmoe", "ple", "shared_bottom", "gbdt") if any(
         m in r["delta_m"].get(ref, {}) for r in rows)]
-    groups = sorted({r[key] for r in rows}, key=str)
+    if key == "setting" and all(r.get("design") == "sizes" for r in rows):  # group the plot by size
+        groups = sorted({r[key] for r in rows}, key=lambda g: (SIZES[g]["n_train"], SIZES[g]["regime"], SIZES[g]["t"], SIZES[g]["p"]))
+    else:
+        groups = sorted({r[key] for r in rows}, key=str)
     fig, ax = plt.subplots(figsize=(13 if key == "setting" else 8, 4.5))
     w = 0.8 / max(1, len(models))
     for k, m in enumerate(models):
@@ -251,8 +325,8 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "s
         err = [np.std(v) if len(v) > 1 else 0.0 for v in vals]
         ax.bar(np.arange(len(groups)) + k * w, mean, w, yerr=err, label=NAMES[m], capsize=2)
     if key == "setting":
-        labels = [f"{GRID[g]['regime']}\nt={GRID[g]['t']} p={GRID[g]['p']}" for g in groups]
-        title = "MultiTab-Bench: multitask gain per setting (mean ± std over seeds, test rows)"
+        labels = [_label(next(r for r in rows if r[key] == g)) for g in groups]
+        title = f"MultiTab-Bench: multitask gain per setting (mean ± std over seeds, test rows), vs {NAMES[ref]}"
     else:
         labels = [str(g) for g in groups]
         title = "Real multitask tables: multitask gain per table (mean ± std over seeds, test rows)"
@@ -273,6 +347,12 @@ def main() -> None:
     ap.add_argument("--inputs", type=Path, nargs="*", default=[])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--settings", type=int, nargs="*", help="indices into the 18-setting grid (default all)")
+    ap.add_argument("--order", choices=["seed", "setting"], default="seed",
+                    help="grid: loop over seeds outside (whole grid per seed) or inside (all seeds of a setting first)")
+    ap.add_argument("--patience-steps", type=int, default=0,
+                    help="grid: early-stopping patience of at least this many optimizer steps (0 = --patience epochs)")
+    ap.add_argument("--design", choices=["regimes", "sizes"], default="regimes",
+                    help="grid: 'regimes' (clean / noisy / half rows at --n-train) or 'sizes' (300 / 1,500 / 5,000 rows)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
                     choices=[*NEURAL, *ABLATIONS, "gbdt", *TWINS])
     ap.add_argument("--n-features", type=int, default=8)
@@ -283,7 +363,8 @@ def main() -> None:
     ap.add_argument("--max-rows", type=int, default=1000, help="real tables: seeded subsample above this")
     ap.add_argument("--tables", nargs="*", help="real tables to run, by name (default all)")
     ap.add_argument("--patience", type=int, default=10)
-    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--batch-size", type=lambda v: v if v == "auto" else int(v), default=32,
+                    help="minibatch rows, or 'auto' (the estimator's rule: n_train / 8 within [32, 256])")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--d-embed", type=int, default=8)
     ap.add_argument("--hidden", type=int, nargs="+", default=[128, 64])
@@ -291,17 +372,24 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.what == "summary":
         reps = [json.loads(p.read_text()) for p in args.inputs]
-        grid_rows = [r for rep in reps for r in rep.get("grid", [])]
+        grid_rows = merge([r for rep in reps for r in rep.get("grid", [])])
         real_rows = [r for rep in reps for r in rep.get("real", [])]
         summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs],
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
+                   "grid_by_factor": by_factor(grid_rows) if grid_rows else None,
+                   "grid_runs_per_setting": {str(k): sum(r["setting"] == k for r in grid_rows)
+                                             for k in sorted({r["setting"] for r in grid_rows})},
+                   "grid_stopping": stopping(grid_rows, max(int(rep["settings"]["epochs"]) for rep in reps)) if grid_rows else None,
                    "real": summarise(real_rows, "dataset") if real_rows else None,
-                   "grid_settings": {str(i): g for i, g in enumerate(GRID)}}
+                   "grid_settings": {str(i): g for i, g in enumerate(SIZES if grid_rows and grid_rows[0].get("design") == "sizes" else GRID)}}
         print(json.dumps(summary, indent=1))
         if args.out:
             write(summary, args.out)
         if args.png and grid_rows:
             plot(grid_rows, args.png)
+            for ref in ("mt_twin", "gbdt"):  # the other single-task references, one plot each
+                if any(ref in r["delta_m"] for r in grid_rows):
+                    plot(grid_rows, args.png.with_name(f"{args.png.stem}-vs-{ref}.png"), ref=ref)
         if args.png and real_rows:
             plot(real_rows, args.png.with_name(args.png.stem + "-real.png") if grid_rows else args.png, key="dataset")
         return

@@ -15,6 +15,10 @@ kernels (the core loop's default since: same numbers), ``fused`` = torch's fused
 (``FitConfig(fused=True)``). The fp32 matmul peak (GFLOP/s, 1 thread) is measured before and
 after, so the load the run saw is on record.
 
+``--configs 300:32 3000:256`` times each (training rows, batch) pair: the grid's smallest size at
+its batch of 32 and its largest at the estimator's ``batch_size="auto"`` of 256, where the
+row-mixing attention and the flattened-row block dominate instead of the per-op overhead.
+
 ``--phases N`` also times ``N`` training steps of one batch per model, split into forward (with
 the loss), backward, gradient clipping and the Adam update (thread CPU time, models alternated,
 medians; ``phases_ms`` per row), to show where a step's time goes.
@@ -106,6 +110,9 @@ def main() -> None:
     ap.add_argument("--n-train", type=int, default=300)
     ap.add_argument("--n-features", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--configs", nargs="*", default=[],
+                    help="training rows:batch pairs, e.g. 300:32 3000:256 (the grid's smallest and largest; "
+                         "default --n-train:--batch-size)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--variants", nargs="*", default=[], choices=sorted(VARIANTS))
@@ -118,47 +125,48 @@ def main() -> None:
     report: dict[str, Any] = {"benchmark": "multitab-epoch", "machine": machine_info(),
                               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                               "rows": [], "matmul_fp32_gflops_before": round(matmul_gflops(torch.float32, n=512), 2)}
-    for width in args.widths:
+    configs = [tuple(int(v) for v in c.split(":")) for c in args.configs] or [(args.n_train, args.batch_size)]
+    for (n_train, batch_size), width, t in ((c, w, t) for c in configs for w in args.widths for t in args.tasks):
         e, hidden = width.split(":")
-        for t in args.tasks:
-            s = MultiTabBench(n_tasks=t, n_features=args.n_features, p=0.6, degrees=3, noise=0.01,
-                              sizes=(args.n_train, 10, 10)).sample(seed=0)
-            X, Y = s.train.x.numpy().astype(np.float64), s.train.y.numpy().astype(np.float64)
-            per: dict[str, list[float]] = {}
-            warm = MultiTabEstimator(architecture="mmoe", max_epochs=1, val_fraction=0.0, calibration=None,
-                                     task_types=["regression"] * t)
-            warm.fit(X, Y)  # first-call costs (imports, allocator) are not an epoch of the first model timed
-            params: dict[str, int] = {}
-            fitted: dict[str, MultiTabEstimator] = {}
-            for _ in range(args.repeats):
-                for impl, (name, kw) in ((i, m) for i in args.adam for m in models(args.row_dims, args.variants).items()):
-                    use_adam(impl)
-                    name = name if len(args.adam) == 1 else f"{name}/{impl}"
-                    est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
-                                            hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
-                                            max_epochs=args.epochs, batch_size=args.batch_size, val_fraction=0.0,
-                                            calibration=None, task_types=["regression"] * t, **kw)
-                    c0 = time.process_time()
-                    est.fit(X, Y)
-                    per.setdefault(name, []).append((time.process_time() - c0) / args.epochs)
-                    params[name] = sum(p.numel() for p in est.model_.parameters())
-                    fitted[name] = est
-            base = {m: m.split("/")[0] for m in per}  # each model against MMoE under the same Adam update
-            ratios = {m: float(np.median([a / b for a, b in zip(v, per[m.replace(base[m], "mmoe", 1)], strict=True)]))
-                      for m, v in per.items()}
-            ratios |= {f"{m} vs mmoe/{args.adam[0]}": float(np.median([a / b for a, b in zip(v, per[f"mmoe/{args.adam[0]}"], strict=True)]))
-                       for m, v in per.items() if len(args.adam) > 1 and not m.startswith("mmoe/")}
-            row = dict(d_embed=int(e), hidden=hidden, tasks=t, cpu_s_per_epoch={m: [round(x, 4) for x in v] for m, v in per.items()},
-                       ratio_to_mmoe_median=ratios, parameters=params)
-            if args.phases:
-                row["phases_ms"] = phase_times(fitted, X, Y, args.phases, args.batch_size)
-                row["phase_step_ratio_to_mmoe"] = {m: round(d["step"] / row["phases_ms"]["mmoe"]["step"], 3)
-                                                   for m, d in row["phases_ms"].items() if "mmoe" in row["phases_ms"]}
-            report["rows"].append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
-            report["matmul_fp32_gflops_after"] = round(matmul_gflops(torch.float32, n=512), 2)
-            if args.out:
-                args.out.write_text(json.dumps(report, indent=1) + "\n")
+        s = MultiTabBench(n_tasks=t, n_features=args.n_features, p=0.6, degrees=3, noise=0.01,
+                          sizes=(n_train, 10, 10)).sample(seed=0)
+        X, Y = s.train.x.numpy().astype(np.float64), s.train.y.numpy().astype(np.float64)
+        per: dict[str, list[float]] = {}
+        warm = MultiTabEstimator(architecture="mmoe", max_epochs=1, val_fraction=0.0, calibration=None,
+                                 task_types=["regression"] * t)
+        warm.fit(X, Y)  # first-call costs (imports, allocator) are not an epoch of the first model timed
+        params: dict[str, int] = {}
+        fitted: dict[str, MultiTabEstimator] = {}
+        for _ in range(args.repeats):
+            for impl, (name, kw) in ((i, m) for i in args.adam for m in models(args.row_dims, args.variants).items()):
+                use_adam(impl)
+                name = name if len(args.adam) == 1 else f"{name}/{impl}"
+                est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
+                                        hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
+                                        max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
+                                        calibration=None, task_types=["regression"] * t, **kw)
+                c0 = time.process_time()
+                est.fit(X, Y)
+                per.setdefault(name, []).append((time.process_time() - c0) / args.epochs)
+                params[name] = sum(p.numel() for p in est.model_.parameters())
+                fitted[name] = est
+        base = {m: m.split("/")[0] for m in per}  # each model against MMoE under the same Adam update
+        ratios = {m: float(np.median([a / b for a, b in zip(v, per[m.replace(base[m], "mmoe", 1)], strict=True)]))
+                  for m, v in per.items()}
+        ratios |= {f"{m} vs mmoe/{args.adam[0]}": float(np.median([a / b for a, b in zip(v, per[f"mmoe/{args.adam[0]}"], strict=True)]))
+                   for m, v in per.items() if len(args.adam) > 1 and not m.startswith("mmoe/")}
+        row = dict(d_embed=int(e), hidden=hidden, tasks=t, n_train=n_train, batch_size=batch_size,
+                   cpu_s_per_epoch={m: [round(x, 4) for x in v] for m, v in per.items()},
+                   ratio_to_mmoe_median=ratios, parameters=params)
+        if args.phases:
+            row["phases_ms"] = phase_times(fitted, X, Y, args.phases, batch_size)
+            row["phase_step_ratio_to_mmoe"] = {m: round(d["step"] / row["phases_ms"]["mmoe"]["step"], 3)
+                                               for m, d in row["phases_ms"].items() if "mmoe" in row["phases_ms"]}
+        report["rows"].append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        report["matmul_fp32_gflops_after"] = round(matmul_gflops(torch.float32, n=512), 2)
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -142,8 +142,11 @@ class MultiTabNet(nn.Module):
             x_cat = x_cat.unsqueeze(0) if x_cat is not None else None
             query_mask = query_mask.unsqueeze(0) if query_mask is not None else None
         h = self.norm(self.encode(x_num, x_cat, n_context, query_mask)[:, :, self.cfg.n_features:])
+        # one unbind, not a select per task: its backward stacks the tokens' gradients once instead of
+        # filling a zero [B, N, t, e] gradient per task (same numbers, fewer ops per step)
+        tokens = h.unbind(2)
         single = self.cfg.task_tokens == "single"  # every head reads the one shared token
-        out = torch.cat([head(h[:, :, 0 if single else i]) for i, head in enumerate(self.heads)], dim=-1)
+        out = torch.cat([head(tokens[0 if single else i]) for i, head in enumerate(self.heads)], dim=-1)
         return out[0] if squeeze else out
 
     @torch.no_grad()

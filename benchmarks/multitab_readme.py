@@ -1,0 +1,196 @@
+"""The MultiTab-Bench grid and epoch-time figures of ``packages/multitab/README.md``, generated from
+committed result files.
+
+    uv run python benchmarks/multitab_readme.py            # print the blocks
+    uv run python benchmarks/multitab_readme.py --write    # rewrite them in the README
+    uv run python benchmarks/multitab_readme.py --check    # exit 1 when the README disagrees
+
+Each block sits in the README between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` (the
+markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
+
+* ``grid-sizes``: Δm of every model against each single-task reference, from the summary that
+  ``benchmarks/multitab.py summary`` writes of the sample-size grid (``grid``: over all runs;
+  ``grid_by_factor``: per number of training rows), and the stopping record of the fits;
+* ``grid-5000``: the one 5,000-row setting run with every model (the grid's timing run);
+* ``epoch``: CPU seconds per epoch against MMoE's, from ``benchmarks/multitab_epoch.py``;
+* ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
+
+``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tabflex_readme import blocks_in  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "packages" / "multitab" / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
+SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
+TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
+EPOCH = "multitab-epoch-2026-11-28.json"
+DEMO = "multitab-demo-2026-11-28/results.json"
+#: block name -> its result file
+BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING}
+NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
+         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
+ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
+
+
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def _pm(d: dict[str, Any]) -> str:
+    return f"{d['mean']:+.2f} ± {d['std']:.2f}"
+
+
+def render_grid() -> str:
+    s = _load(SUMMARY)
+    ref = "stl"
+    overall = s["grid"][ref]
+    sizes = s["grid_by_factor"][ref]["n_train"]
+    levels = sorted(sizes, key=int)
+    models = [m for m in ORDER if m in overall]
+    runs = {m: overall[m]["runs"] for m in models}
+    per_setting = {}
+    for i, n in s["grid_runs_per_setting"].items():
+        per_setting.setdefault(n, []).append(i)
+    lines = [f"`benchmarks/results/{SUMMARY}`: Δm (%, paper eq. 5) against the single-task MLP on the test draw, "
+             f"mean ± std over runs; {overall[models[0]]['settings']} settings, {runs[models[0]]} runs "
+             "(settings x seeds; " + ", ".join(f"settings {', '.join(v)}: {k} seed{'s' if k > 1 else ''}"
+                                              for k, v in sorted(per_setting.items(), reverse=True))
+             + "); settings positive = settings whose mean over seeds is > 0.", "",
+             "| model | all runs | settings positive | " + " | ".join(f"{int(n):,} rows" for n in levels) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in levels) + " |"]
+    for m in models:
+        o = overall[m]
+        lines.append(f"| {NAMES[m]} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+                     + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + " |")
+    factors = s["grid_by_factor"][ref]
+    shown = [m for m in ("multitab", "mmoe", "ple") if m in overall]
+    lines += ["", "Per level of the other factors (all runs at that level, Δm against the single-task MLP):", "",
+              "| factor = level | runs | " + " | ".join(NAMES[m] for m in shown) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in shown) + " |"]
+    for f, label in (("regime", "noise"), ("t", "tasks"), ("p", "task correlation p")):
+        for level, by in sorted(factors.get(f, {}).items()):
+            lines.append(f"| {label} = {level} | {by[shown[0]]['runs']} | " + " | ".join(_pm(by[m]) for m in shown) + " |")
+    stop = s.get("grid_stopping") or {}
+    if stop:
+        lines += ["", "Fits stopped early (validation mean EV, before the epoch cap): " + ", ".join(
+            f"{NAMES.get(m, m).strip('*')} {d['stopped_early']} of {d['fits']} (median {d['median_epochs']:g} epochs)"
+            for m, d in sorted(stop.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)) + "."]
+    return "\n".join(lines)
+
+
+def render_5000() -> str:
+    t = _load(TIMING)
+    r = t["grid"][0]
+    dm = r["delta_m"]
+    lines = [f"`benchmarks/results/{TIMING}`: {r['n_train']:,} training rows, t = {r['t']}, p = {r['p']}, "
+             f"{r['regime']}, seed {r['seed']} (one run: no spread).", "",
+             "| model | test EV per task | Δm vs single-task MLP | Δm vs single-task MultiTab-Net | fit s (wall, load "
+             f"{t['machine']['load_average_at_start'][0]:.1f} at start) |",
+             "| --- | --- | --- | --- | --- |"]
+    for m in ORDER:
+        if m not in r["scores"]:
+            continue
+        ev = " / ".join(f"{v:.3f}" for v in r["scores"][m])
+        vs_stl = f"{dm['stl'][m]:+.2f}" if m in dm.get("stl", {}) else "-"
+        vs_twin = f"{dm['mt_twin'][m]:+.2f}" if m in dm.get("mt_twin", {}) else "-"
+        lines.append(f"| {NAMES[m]} | {ev} | {vs_stl} | {vs_twin} | {r['fit_s'][m]:.0f} |")
+    return "\n".join(lines)
+
+
+def render_epoch() -> str:
+    e = _load(EPOCH)
+    rows = e["rows"]
+    variants = [m for m in rows[0]["ratio_to_mmoe_median"] if m != "mmoe"]
+    lines = [f"`benchmarks/results/{EPOCH}`: CPU seconds per epoch over MMoE's at the same token width "
+             f"(median of {e['settings']['repeats']} alternated repeats, one thread; fp32 matmul "
+             f"{e['matmul_fp32_gflops_before']:.0f} GFLOP/s before, {e['matmul_fp32_gflops_after']:.0f} after).", "",
+             "| width e, tasks, rows, batch | " + " | ".join(variants) + " |",
+             "| --- | " + " | ".join("---" for _ in variants) + " |"]
+    for r in rows:
+        lines.append(f"| {r['d_embed']}, {r['tasks']}, {r.get('n_train', e['settings']['n_train'])}, "
+                     f"{r.get('batch_size', e['settings']['batch_size'])} | "
+                     + " | ".join(f"{r['ratio_to_mmoe_median'][v]:.2f}x" for v in variants) + " |")
+    return "\n".join(lines)
+
+
+def render_demo() -> str:
+    d = _load(DEMO)
+    rows = [r for p in d["plugins"] for r in p["rows"]]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    value = {(r["model"], r["task"]): r for r in rows}
+    load = d.get("machine", {}).get("load_average_at_start")
+    lines = [f"`benchmarks/results/{DEMO}` ({rows[0]['dataset']}, seeded 30% held-out split; "
+             f"{d['date'][:10]}, {d['machine'].get('torch_threads')} thread"
+             + (f", load {load[0]:.1f}" if load else "") + "): AUC (classification) / explained variance "
+             "(regression) on the held-out rows; fit + predict seconds, wall (MultiTab-Net and MMoE fit all "
+             "tasks at once, the others one model per task).", "",
+             "| model | " + " | ".join(f"{t} ({value[(next(m for m in models if (m, t) in value), t)]['metric']})"
+                                     for t in tasks) + " | fit + predict s |",
+             "| --- | " + " | ".join("---" for _ in tasks) + " | --- |"]
+    for m in models:
+        secs = sum({round(value[(m, t)]["fit_predict_s"], 6) for t in tasks if (m, t) in value})
+        lines.append(f"| {NAMES.get(m, m) if m != 'MultiTab-Net' else '**MultiTab-Net**'} | "
+                     + " | ".join(f"{value[(m, t)]['value']:.3f}" if (m, t) in value else "-" for t in tasks)
+                     + f" | {secs:.2f} |")
+    return "\n".join(lines)
+
+
+RENDER = {"grid-sizes": render_grid, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
+
+
+def render_block(name: str) -> str:
+    """The markdown of block ``name``."""
+    return RENDER[name]()
+
+
+def write(text: str) -> str:
+    """``text`` with every block of :data:`BLOCKS` re-rendered."""
+    for name in blocks_in(text):
+        if name in BLOCKS:
+            text = re.sub(rf"(<!-- results:{name} -->\n).*?(\n<!-- /results:{name} -->)",
+                          lambda m, n=name: m.group(1) + render_block(n) + m.group(2), text, flags=re.S)
+    return text
+
+
+def stale(text: str) -> list[str]:
+    """The blocks of :data:`BLOCKS` missing from ``text`` or disagreeing with their result file."""
+    found = blocks_in(text)
+    return [n for n in BLOCKS if found.get(n) != render_block(n)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the blocks; ``--write`` rewrites them in the README; ``--check`` exits 1 on a stale one."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the blocks in the README")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a block is missing or stale")
+    a, text = parser.parse_args(argv), README.read_text(encoding="utf-8")
+    if a.write:
+        README.write_text(write(text), encoding="utf-8")
+    elif a.check:
+        bad = stale(text)
+        for n in bad:
+            print(f"{README}: block {n} is missing or disagrees with {BLOCKS[n]}; run benchmarks/multitab_readme.py "
+                  "--write", file=sys.stderr)
+        return 1 if bad else 0
+    else:
+        for n in BLOCKS:
+            print(f"<!-- results:{n} -->\n{render_block(n)}\n<!-- /results:{n} -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""Issue 26 item 6: the MultiTab-Bench grid and epoch-time figures of ``packages/multitab/README.md`` are
+generated from committed result files (``benchmarks/multitab_readme.py``); this fails when a README block
+and its JSON disagree."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("multitab_readme", ROOT / "benchmarks" / "multitab_readme.py")
+assert _spec is not None and _spec.loader is not None
+multitab_readme = importlib.util.module_from_spec(_spec)
+sys.modules["multitab_readme"] = multitab_readme
+_spec.loader.exec_module(multitab_readme)
+
+
+def test_every_multitab_readme_block_matches_its_result_file() -> None:
+    text = multitab_readme.README.read_text(encoding="utf-8")
+    assert set(multitab_readme.blocks_in(text)) >= set(multitab_readme.BLOCKS)
+    assert multitab_readme.stale(text) == [], "run `uv run python benchmarks/multitab_readme.py --write`"
+
+
+def test_a_changed_multitab_figure_is_caught_and_restored() -> None:
+    text = multitab_readme.README.read_text(encoding="utf-8")
+    for name in multitab_readme.BLOCKS:
+        row = next(line for line in multitab_readme.blocks_in(text)[name].splitlines()
+                   if line.startswith("| ") and "---" not in line and re.search(r"\d\.\d\d", line.split(" | ", 1)[1]))
+        value = re.search(r"\d\.\d\d", row.split(" | ", 1)[1])
+        assert value is not None
+        changed = row.replace(value.group(0), f"{float(value.group(0)) + 0.01:.2f}", 1)
+        assert changed != row
+        tampered = text.replace(row, changed)
+        assert multitab_readme.stale(tampered) == [name]
+        assert multitab_readme.write(tampered) == text
