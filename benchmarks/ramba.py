@@ -363,17 +363,46 @@ def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any
             "rel_attention_per_block": _cpu_ms(lambda: blk.rel(blk.n3(x), st))}
 
 
+def _breakdown_fwdbwd(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
+    """Forward + ``sum().backward()`` of the whole models and of Ramba's parts (the first block's
+    SSM with its norm, the two attentions with theirs, the whole block; the embedding + gates), in
+    CPU ms per call; each part's input is a leaf that requires grad."""
+    b = _synthetic_batch(length, m.cfg.d_text)
+    st, blk = b["struct"], m.blocks[0]
+    with torch.no_grad():
+        x0, g = m.embed(b), m.gates(b)[0]
+    xd = torch.randn(1, length, m.cfg.d_model)
+
+    def step(fn: Any) -> Any:
+        def run() -> None:
+            m.zero_grad(set_to_none=True)
+            dense.zero_grad(set_to_none=True)
+            x = x0.clone().requires_grad_()
+            fn(x).sum().backward()
+        return run
+
+    return {"fwdbwd_total": _cpu_ms(step(lambda x: m(b)), 3), "fwdbwd_dense_total": _cpu_ms(step(lambda x: dense(xd)), 3),
+            "fwdbwd_embed_and_gates": _cpu_ms(step(lambda x: m.embed(b).sum() + sum(t.sum() for t in m.gates(b))), 3),
+            "fwdbwd_ssm_per_block": _cpu_ms(step(lambda x: blk.ssm(blk.n1(x), g, b["pad"])), 3),
+            "fwdbwd_intra_attention_per_block": _cpu_ms(step(lambda x: blk.intra(blk.n2(x), st)), 3),
+            "fwdbwd_rel_attention_per_block": _cpu_ms(step(lambda x: blk.rel(blk.n3(x), st)), 3),
+            "fwdbwd_block": _cpu_ms(step(lambda x: blk(x, g, b["pad"], st, m.cfg.attention)), 3)}
+
+
 def breakdown(out: dict[str, Any], lengths: tuple[int, ...]) -> None:
     """Where Ramba's forward goes (no grad, CPU ms per call, the scaling batch): the structure
     index, embedding, gates, and per block the SSM (of it: one direction, its scan alone and its
-    conv) and the two attentions; next to the dense model's whole forward."""
+    conv) and the two attentions; next to the dense model's whole forward. Then the same parts'
+    forward + backward (``fwdbwd_*``)."""
 
     def measure(models: dict[str, Any], length: int) -> dict[str, Any]:
         with torch.no_grad():
-            return _breakdown_one(models["ramba"], models["dense"], length)
+            row = _breakdown_one(models["ramba"], models["dense"], length)
+        return {**row, **_breakdown_fwdbwd(models["ramba"], models["dense"], length)}
 
     c, rows = _per_length(lengths, measure)
-    out["breakdown"] = {"rows": rows, "unit": "ms of this thread's CPU per call, forward under no_grad, best of 3",
+    out["breakdown"] = {"rows": rows, "unit": "ms of this thread's CPU per call, best of 3; forward under no_grad, "
+                        "fwdbwd_* = forward + sum().backward()",
                         "blocks": c.n_layers, "scan_calls_per_forward": 2 * c.n_layers}
 
 
