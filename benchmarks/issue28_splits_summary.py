@@ -6,9 +6,11 @@ and mean ranks over the tables where every named model has a result, and per (sp
 learning curves, accuracy per context size and the change from the smallest size >= 1,000 rows to the
 largest. A later record of the same (split, table, model) replaces an earlier one. ``--alias OLD=NEW``
 renames a model of the run listed next (e.g. the runner ``tabflex-long`` of an older run is the
-default ``tabflex`` now).
+default ``tabflex`` now). ``--only TASK/splitN`` (e.g. ``classification/split0``) keeps that task and split
+only (no curves), when a run also holds splits or tasks that the comparison is not about.
 
-Usage: ``python benchmarks/issue28_splits_summary.py OUT.json [--models a,b,..] [--alias OLD=NEW] RUN [RUN ...]``
+Usage: ``python benchmarks/issue28_splits_summary.py OUT.json [--models a,b,..] [--only TASK/splitN] [--alias OLD=NEW]
+RUN [RUN ...]``
 """
 
 from __future__ import annotations
@@ -37,18 +39,18 @@ def _ranks(scores: dict[str, float]) -> dict[str, float]:
     return {m: (ordered.index(v) + 1 + len(ordered) - ordered[::-1].index(v)) / 2 for m, v in scores.items()}
 
 
-def summarize(runs: list[tuple[str, dict[str, str]]], models: list[str] | None) -> dict[str, Any]:
+def summarize(runs: list[tuple[str, dict[str, str]]], models: list[str] | None, only: str | None = None) -> dict[str, Any]:
     cells: dict[tuple[str, int], dict[str, dict[str, dict[str, float]]]] = {}
     curves: dict[str, dict[str, dict[int, float]]] = {}
     sources: dict[str, str] = {}
     for path, alias in runs:
         for r in _lines(path):
             if "curve" in r:
-                if r.get("status") == "ok":
+                if r.get("status") == "ok" and only is None:
                     curves.setdefault(r["curve"], {}).setdefault(alias.get(r["model"], r["model"]), {})[
                         int(r["train_rows"])] = float(r["accuracy"])
                 continue
-            if r.get("status") != "ok":
+            if r.get("status") != "ok" or (only is not None and only != f"{r['task']}/split{r['split']}"):
                 continue
             m = alias.get(r["model"], r["model"])
             key = (r["task"], int(r["split"]))
@@ -92,19 +94,22 @@ def summarize(runs: list[tuple[str, dict[str, str]]], models: list[str] | None) 
 
 
 def main(argv: list[str]) -> None:
-    out, models, runs, alias = argv[0], None, [], {}
+    out, models, runs, alias, only = argv[0], None, [], {}, None
     rest = iter(argv[1:])
     for a in rest:
         if a == "--models":
             models = next(rest).split(",")
+        elif a == "--only":
+            only = next(rest)
         elif a == "--alias":
             old, _, new = next(rest).partition("=")
             alias = alias | {old: new}
         else:
             runs.append((a, dict(alias)))
             alias = {}
-    res = summarize(runs, models)
+    res = summarize(runs, models, only)
     res["runs"] = [p for p, _ in runs]
+    res["only"] = only
     text = json.dumps(res, indent=1)
     with open(out, "x", encoding="utf-8") as fh:  # never overwrite
         fh.write(text)
