@@ -115,9 +115,10 @@ CURVES: dict[str, tuple[tuple[str, ...], list[tuple[str, str]], int, int]] = {
         [("tabflex", "tabflex-long (default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost")], 1000, 50000),
     "curves-50k-settings": (
         ("realdata-2026-11-27-curves-50k.json", "realdata-2026-11-27-curves-50k-local.json",
-         "realdata-2026-11-27-curves-50k-ft.json"),
+         "realdata-2026-11-27-curves-50k-ft.json", "realdata-2026-11-28-curves-50k-local8k.json"),
         [("tabflex", "default (local+global, 2,048)"), ("tf-local", "local, 2,048"), ("tf-local1k", "local, 1,024"),
-         ("tf-lg1k", "local+global, 1,024"), ("tf-ft", "default + `fine_tune=True`")], 1000, 50000),
+         ("tf-lg1k", "local+global, 1,024"), ("tf-ft", "default + `fine_tune=True`"),
+         ("tf-lg8k", "local+global, 8,192")], 1000, 50000),
 }
 
 
