@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "tabflex" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
 
+#: the stacking re-check: peers (2026-11-23), the default TabFlex (2026-11-27), the stacked runs (2026-11-28)
+STACK_FILES = ("realdata-2026-11-23.json", "realdata-2026-11-27-gpu-candidates.json",
+               "realdata-2026-11-28-stack-default.json", "realdata-2026-11-28-stack-catboost.json")
+
 #: block name -> (result file(s), task, metric, split(s), [(runner, label)], caption); with several files
 #: or splits, a later file's record of the same (table, split, runner) replaces an earlier one, and the means
 #: run over the (table, split) cells where every runner has a result. A ``.jsonl`` file is a cut run's log.
@@ -80,11 +84,29 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
         "realdata-2026-11-27-timing-2threads.json", "classification", "roc_auc", 0,
         [("tabflex", "tabflex-long (the default), 2 threads"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost")],
         "mean ROC-AUC"),
+    # issue 28 Deliver 7, re-checked on today's defaults: the stacked rows of 2026-11-28 beside the committed peer
+    # rows of the same splits (the peers are seeded: their rows are identical across runs)
+    "stacking-26": (
+        STACK_FILES, "classification", "roc_auc", (0,),
+        [("stack-cb", "stack (features) on CatBoost, `booster=CatBoostClassifier(...)`"),
+         ("stack-default", "stack (features), `StackingClassifier()` defaults"), ("catboost", "CatBoost"),
+         ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"),
+         ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"), ("linear", "LogisticRegression")],
+        "mean ROC-AUC"),
+    "stacking-29": (
+        STACK_FILES, "classification", "roc_auc", (0,),
+        [("stack-cb", "stack (features) on CatBoost"), ("stack-default", "stack (features), defaults"),
+         ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"),
+         ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"), ("linear", "LogisticRegression")],
+        "mean ROC-AUC"),
 }
 #: block -> file -> {runner name in that file: name in the block}: in ``-long.json`` the default checkpoint ran
 #: under its explicit name ``tabflex-long`` (later runs name the default ``tabflex``)
 ALIASES: dict[str, dict[str, dict[str, str]]] = {
-    "hard-6x3": {"realdata-2026-11-27-long.json": {"tabflex-long": "tabflex", "tabflex": "tabflex-unused"}}}
+    "hard-6x3": {"realdata-2026-11-27-long.json": {"tabflex-long": "tabflex", "tabflex": "tabflex-unused"}},
+    **{b: {"realdata-2026-11-23.json": {"tabflex": "tabflex-icl-then"},
+           "realdata-2026-11-27-gpu-candidates.json": {"tabflex-gpu-800": "tabflex"}}
+       for b in ("stacking-26", "stacking-29")}}
 
 #: curve block name -> (result files, runners, from rows, to rows); accuracy on the fixed curve test rows
 CURVES: dict[str, tuple[tuple[str, ...], list[tuple[str, str]], int, int]] = {
@@ -93,9 +115,10 @@ CURVES: dict[str, tuple[tuple[str, ...], list[tuple[str, str]], int, int]] = {
         [("tabflex", "tabflex-long (default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost")], 1000, 50000),
     "curves-50k-settings": (
         ("realdata-2026-11-27-curves-50k.json", "realdata-2026-11-27-curves-50k-local.json",
-         "realdata-2026-11-27-curves-50k-ft.json"),
+         "realdata-2026-11-27-curves-50k-ft.json", "realdata-2026-11-28-curves-50k-local8k.json"),
         [("tabflex", "default (local+global, 2,048)"), ("tf-local", "local, 2,048"), ("tf-local1k", "local, 1,024"),
-         ("tf-lg1k", "local+global, 1,024"), ("tf-ft", "default + `fine_tune=True`")], 1000, 50000),
+         ("tf-lg1k", "local+global, 1,024"), ("tf-ft", "default + `fine_tune=True`"),
+         ("tf-lg8k", "local+global, 8,192")], 1000, 50000),
 }
 
 
