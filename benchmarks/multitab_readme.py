@@ -38,7 +38,7 @@ TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 EPOCH = "multitab-epoch-2026-11-28.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING}
+BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
