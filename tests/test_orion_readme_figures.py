@@ -69,3 +69,34 @@ def test_readme_inference_table_matches_the_results() -> None:
         assert cells[1] == roc, f"{label}: README says {cells[1]}, the results give {roc}"
         if secs:
             assert cells[2] == secs, f"{label}: README says {cells[2]} s, the results give {secs}"
+
+
+BALANCE = "realdata-2026-11-28-orion-cb-s0.json"
+
+
+def test_readme_class_balance_table_matches_the_results() -> None:
+    """The class-balance table (side by side, split 0): the tables where all three models have a result."""
+    auc, _ = _records(BALANCE)
+    models = ("linear", "orion-msp", "orion-cb05")
+    common = sorted(t for t in auc if all(m in auc[t] for m in models))
+    assert len(common) == 26
+
+    def mean(m: str) -> str:
+        return f"{sum(auc[t][m] for t in common) / len(common):.3f}"
+
+    want = {f"LogisticRegression, {len(common)} tables": mean("linear"),
+            "4 members, class_balance=0 ": mean("orion-msp"),
+            "**4 members, class_balance=0.5**": f"**{mean('orion-cb05')}**"}
+    lines = [ln for ln in README.read_text(encoding="utf-8").splitlines() if ln.startswith("| ")]
+    for label, value in want.items():
+        row = next((ln for ln in lines if label in ln), None)
+        assert row is not None, f"no README row for {label!r}"
+        assert [c.strip() for c in row.strip("|").split("|")][1] == value, (label, row, value)
+    intro = README.read_text(encoding="utf-8").split("```")[0]
+    assert f"mean ROC-AUC of {mean('orion-cb05')} over {len(common)} tables" in " ".join(intro.split())
+    assert f"against {mean('linear')}" in intro
+    top = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())  # the workspace README quotes it
+    for text in (f"mean ROC-AUC {mean('orion-cb05')} on {len(common)} real-data suite tables against "
+                 f"LogisticRegression's {mean('linear')}",
+                 f"(mean ROC-AUC {mean('orion-cb05')} vs {mean('linear')} over {len(common)} tables;"):
+        assert text in top, text
