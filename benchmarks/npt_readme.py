@@ -27,14 +27,18 @@ from tabflex_readme import _ranks, blocks_in  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "npt" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
-SUITE = "realdata-npt-2026-11-27-3split.json"
+#: the suite with NPT's estimator defaults (issue 25, Deliver 6), and the earlier run with the cut budget
+SUITE = "realdata-npt-2026-11-28-defaults.json"
+SUITE_CUT = "realdata-npt-2026-11-27-3split.json"
 PEERS = {"classification": [("linear", "LogisticRegression")], "regression": [("linear", "Ridge")]}
 COMMON = [("random_forest", "RandomForest"), ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"),
           ("catboost", "CatBoost"), ("tabflex", "TabFlex")]
 METRIC = {"classification": ("roc_auc", "ROC-AUC"), "regression": ("r2", "R²")}
 #: block name -> (result file, task)
 BLOCKS: dict[str, tuple[str, str]] = {"suite-classification": (SUITE, "classification"),
-                                      "suite-regression": (SUITE, "regression")}
+                                      "suite-regression": (SUITE, "regression"),
+                                      "suite-cut-classification": (SUITE_CUT, "classification"),
+                                      "suite-cut-regression": (SUITE_CUT, "regression")}
 
 
 def _pairs(path: Path, task: str, metric: str) -> dict[tuple[str, int], dict[str, tuple[float, float]]]:
