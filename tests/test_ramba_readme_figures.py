@@ -31,7 +31,17 @@ def _figures() -> list[tuple[str, str]]:
              for k, v in gap.items() if k != "n_seeds"}
     reg = _models("regression-2026-11-28", "nyc-arr-delay")
     ramba_r2 = reg["ramba-recent-24x96"]
+    tr = _models("transfer-2026-11-28")
+
+    def ms(key: str) -> str:
+        return f"{tr[key]['test_mean']:.3f} +- {tr[key]['test_std']:.3f}"
+
     return [
+        ("transfer zero-shot", f"scores {ms('ramba-transfer-zeroshot')} there zero-shot"),
+        ("transfer fine-tuned", f"and {ms('ramba-transfer-ft50')} after 50 steps"),
+        ("scratch", f"against {ms('ramba-scratch50')} from scratch"),
+        ("scratch at 150 steps equals 50", "at 50 and at 150 steps" if ms("ramba-scratch50") == ms("ramba-scratch150")
+         else "scratch at 150 steps differs from 50"),
         ("regression R2 mean +- std", f"R^2 is {ramba_r2['test_mean']:.3f} +- {ramba_r2['test_std']:.3f}"),
         ("regression R2 per seed", " / ".join(f"{x:.3f}" for x in _runs(ramba_r2)) + " at seeds 0 / 1 / 2"),
         ("flat LightGBM R2", f"same draws {reg['lightgbm-flat-train-draw']['test_mean']:.3f} +- "
