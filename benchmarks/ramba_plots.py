@@ -1,13 +1,13 @@
 """Plots of Ramba's committed benchmark results (nothing is measured here).
 
     uv run --group bench python benchmarks/ramba_plots.py \
-        --scaling benchmarks/results/ramba-host-collate-2026-11-27.json \
+        [--scaling benchmarks/results/ramba-host-collate-2026-11-27.json] \
         --quality benchmarks/results/ramba-tasks-model-2026-11-27.json [more quality JSONs] \
         --out benchmarks/results/ramba-2026-11-27
 
-writes ``<out>-scaling.png`` (CPU seconds per call against sequence length, log-log, Ramba, the
-plugin's dense variant and the dense transformer, forward and forward + backward, from one run
-side by side) and ``<out>-quality.png`` (test metric per model on each task, mean and standard
+writes ``<out>-scaling.png`` (with ``--scaling``; CPU seconds per call against sequence length,
+log-log, Ramba, the plugin's dense variant and the dense transformer, forward and forward +
+backward, from one run side by side) and ``<out>-quality.png`` (test metric per model on each task, mean and standard
 deviation over seeds, one panel per result file and task), and prints which files fed which plot.
 """
 
@@ -86,13 +86,15 @@ def plot_quality(files: list[Path], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--scaling", type=Path, required=True)
+    ap.add_argument("--scaling", type=Path, default=None, help="the speed JSON (leave out: no scaling plot)")
     ap.add_argument("--quality", type=Path, nargs="+", required=True)
     ap.add_argument("--out", type=Path, required=True, help="path prefix of the PNGs")
     args = ap.parse_args()
     outputs = {}
-    for suffix, make in (("scaling", lambda p: plot_scaling(json.loads(args.scaling.read_text()), p)),
-                         ("quality", lambda p: plot_quality(args.quality, p))):
+    jobs = [("quality", lambda p: plot_quality(args.quality, p))]
+    if args.scaling is not None:
+        jobs.insert(0, ("scaling", lambda p: plot_scaling(json.loads(args.scaling.read_text()), p)))
+    for suffix, make in jobs:
         path = args.out.with_name(f"{args.out.name}-{suffix}.png")
         if path.exists():
             raise SystemExit(f"{path} exists; pick another --out (plots are never overwritten)")

@@ -66,7 +66,7 @@ def context(bt: Any, db: Any, seeds_: list[Any], samplers: list[tuple[int, int, 
     from tabzoo_ramba import Ramba, SamplerConfig
     from tabzoo_ramba.data import to_seconds
     from tabzoo_ramba.sampling import graph_index, sample_subgraph
-    from tabzoo_ramba.serialize import OBSERVED
+    from tabzoo_ramba.serialize import OBSERVED, SEP
 
     idx = graph_index(db)
     fl = db.table("flights").to_pandas()
@@ -88,7 +88,7 @@ def context(bt: Any, db: Any, seeds_: list[Any], samplers: list[tuple[int, int, 
             same_o = avail & (origin == origin[row]) & (ts + 900 >= t - 3 * 3600)
             same_p = avail & (plane == plane[row]) & (ts + 900 >= t - 86400) & isinstance(plane[row], str)
             col = seq.schema.index("flights : dep_delayed")
-            seen = [sub.nodes[seq.row[p]][1] for p in np.flatnonzero((seq.col == col) & (seq.state == OBSERVED))]
+            seen = [sub.nodes[seq.row[p]][1] for p in np.flatnonzero((seq.col == col) & (seq.state == OBSERVED) & (seq.kind != SEP))]
             n["origin_3h_db"].append(int(same_o.sum()))
             n["origin_3h_context"].append(int(sum(same_o[j] for j in seen)))
             n["plane_24h_db"].append(int(same_p.sum()))

@@ -29,7 +29,29 @@ def _figures() -> list[tuple[str, str]]:
     gap = json.loads((RESULTS / "ramba-tasks-gap-known-2026-11-28.json").read_text())["context_mean_counts"]
     count = {k.split("max_rows=")[1].split(",")[0] + k.split("policy=")[1].split(",")[0]: v["origin_3h_context"]
              for k, v in gap.items() if k != "n_seeds"}
+    reg = _models("regression-2026-11-28", "nyc-arr-delay")
+    ramba_r2 = reg["ramba-recent-24x96"]
+    tr = _models("transfer-2026-11-28")
+
+    def ms(key: str) -> str:
+        return f"{tr[key]['test_mean']:.3f} +- {tr[key]['test_std']:.3f}"
+
     return [
+        ("transfer zero-shot", f"scores {ms('ramba-transfer-zeroshot')} there zero-shot"),
+        ("transfer fine-tuned", f"and {ms('ramba-transfer-ft50')} after 50 steps"),
+        ("scratch", f"against {ms('ramba-scratch50')} from scratch"),
+        ("scratch at 150 steps equals 50", "at 50 and at 150 steps" if ms("ramba-scratch50") == ms("ramba-scratch150")
+         else "scratch at 150 steps differs from 50"),
+        ("regression R2 mean +- std", f"R^2 is {ramba_r2['test_mean']:.3f} +- {ramba_r2['test_std']:.3f}"),
+        ("regression R2 per seed", " / ".join(f"{x:.3f}" for x in _runs(ramba_r2)) + " at seeds 0 / 1 / 2"),
+        ("flat LightGBM R2", f"same draws {reg['lightgbm-flat-train-draw']['test_mean']:.3f} +- "
+                             f"{reg['lightgbm-flat-train-draw']['test_std']:.3f} (whole train split "
+                             f"{reg['lightgbm-flat-train-all']['test_mean']:.3f})"),
+        ("LightGBM with aggregates R2", f"{reg['lightgbm-relational-train-draw']['test_mean']:.3f} +- "
+                                        f"{reg['lightgbm-relational-train-draw']['test_std']:.3f} (whole split "
+                                        f"{reg['lightgbm-relational-train-all']['test_mean']:.3f})"),
+        ("ridge R2", f"ridge {reg['ridge-flat-train-draw']['test_mean']:.3f}, a constant "
+                     f"{reg['constant-train-draw']['test_mean']:.3f}"),
         ("known-first AUC, seeds 0 / 1", f"{known[0]:.3f} / {known[1]:.3f} at seeds 0 / 1"),
         ("recent AUC on the same seeds", f"against {recent[0]:.3f} / {recent[1]:.3f}"),
         ("known origin outcomes in the context", f"raises the origin's {count['96' + repr('recent')]:.1f} to "
