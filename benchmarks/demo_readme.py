@@ -14,10 +14,12 @@ figures as its ``results.json``.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _readme_blocks import block_cli, blocks_in, write_blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -26,7 +28,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 MODEL_PLUGINS = ("multitab", "npt", "orion-msp", "ramba", "tabflex")
 #: the in-context models whose figures the README quotes, with their display names
 IN_CONTEXT = {"tabflex": "TabFlex", "orion-msp": "ORION-MSP"}
-BLOCK = re.compile(r"<!-- results:demo -->\n(.*?)\n<!-- /results:demo -->", re.S)
 
 
 def load(folder: Path) -> dict[str, Any]:
@@ -82,28 +83,23 @@ def render(folder: Path) -> str:
 
 
 def block_in(text: str) -> str:
-    m = BLOCK.search(text)
-    if m is None:
+    """The demo paragraph of ``text`` (between its ``results:demo`` markers)."""
+    body = blocks_in(text).get("demo")
+    if body is None:
         raise SystemExit("README.md has no <!-- results:demo --> block")
-    return m.group(1).strip()
+    return body
 
 
 def write(text: str, folder: Path) -> str:
     """``text`` with the demo block re-rendered."""
-    return BLOCK.sub(lambda _m: f"<!-- results:demo -->\n{render(folder)}\n<!-- /results:demo -->", text)
+    return write_blocks(text, ["demo"], lambda _name: render(folder))
 
 
-def main() -> None:
-    text = README.read_text(encoding="utf-8")
+def main(argv: list[str] | None = None) -> int:
+    """Print the paragraph; ``--write`` rewrites it in README.md; ``--check`` exits 1 when it is stale."""
     folder = newest_all_plugin_report()
-    if "--write" in sys.argv:
-        README.write_text(write(text, folder), encoding="utf-8")
-        return
-    if block_in(text) != render(folder):
-        print("README.md's demo paragraph disagrees with", folder, "- run benchmarks/demo_readme.py --write",
-              file=sys.stderr)
-        raise SystemExit(1)
+    return block_cli(argv, README, ["demo"], lambda _name: render(folder), __doc__, "benchmarks/demo_readme.py")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

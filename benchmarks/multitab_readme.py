@@ -20,15 +20,13 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tabflex_readme import blocks_in  # noqa: E402
+from _readme_blocks import block_cli, stale_blocks, write_blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "multitab" / "README.md"
@@ -158,31 +156,17 @@ def render_block(name: str) -> str:
 
 def write(text: str) -> str:
     """``text`` with every block of :data:`BLOCKS` re-rendered."""
-    for name in blocks_in(text):
-        if name in BLOCKS:
-            text = re.sub(rf"(<!-- results:{name} -->\n).*?(\n<!-- /results:{name} -->)",
-                          lambda m, n=name: m.group(1) + render_block(n) + m.group(2), text, flags=re.S)
-    return text
+    return write_blocks(text, BLOCKS, render_block)
 
 
 def stale(text: str) -> list[str]:
     """The blocks of :data:`BLOCKS` missing from ``text`` or disagreeing with their result file."""
-    found = blocks_in(text)
-    return [n for n in BLOCKS if found.get(n) != render_block(n)]
+    return stale_blocks(text, BLOCKS, render_block)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the blocks; ``--write`` rewrites them in the README; ``--check`` exits 1 on a stale one."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("--write", "--check"):
-        parser.add_argument(flag, action="store_const", const=flag, dest="mode", default="print")
-    mode, text = parser.parse_args(argv).mode, README.read_text(encoding="utf-8")
-    bad = stale(text) if mode == "--check" else []
-    if mode == "--write":
-        README.write_text(write(text), encoding="utf-8")
-    print("\n\n".join(f"stale: {n} ({BLOCKS[n]}); run with --write" if mode == "--check" else render_block(n)
-                      for n in (bad if mode == "--check" else BLOCKS)), file=sys.stderr if bad else sys.stdout)
-    return 1 if bad else 0
+    return block_cli(argv, README, BLOCKS, render_block, __doc__, "benchmarks/multitab_readme.py")
 
 
 if __name__ == "__main__":

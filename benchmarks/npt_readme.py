@@ -14,7 +14,6 @@ and its JSON disagree. Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -22,7 +21,8 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tabflex_readme import _ranks, blocks_in  # noqa: E402
+from _readme_blocks import block_cli, stale_blocks, write_blocks  # noqa: E402
+from tabflex_readme import _ranks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "npt" / "README.md"
@@ -93,37 +93,18 @@ def render_block(name: str) -> str:
 
 
 def write(text: str) -> str:
-    """``text`` with every block of :data:`BLOCKS` re-rendered (each marker pair is replaced once)."""
-    for name, body in blocks_in(text).items():
-        if name in BLOCKS:
-            head = f"<!-- results:{name} -->\n"
-            text = text.replace(head + body + "\n", head + render_block(name) + "\n", 1)
-    return text
+    """``text`` with every block of :data:`BLOCKS` re-rendered."""
+    return write_blocks(text, BLOCKS, render_block)
 
 
 def stale(text: str) -> list[str]:
     """The blocks of :data:`BLOCKS` missing from ``text`` or disagreeing with their result file."""
-    found = blocks_in(text)
-    return [n for n in BLOCKS if found.get(n) != render_block(n)]
+    return stale_blocks(text, BLOCKS, render_block)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the blocks; ``--write`` rewrites them in the README; ``--check`` exits 1 on a stale one."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the blocks in the README")
-    mode.add_argument("--check", action="store_true", help="exit 1 when a block is missing or stale")
-    a, text = parser.parse_args(argv), README.read_text(encoding="utf-8")
-    if a.write:
-        README.write_text(write(text), encoding="utf-8")
-    elif a.check:
-        for n in stale(text):
-            print(f"{README}: block {n} is missing or disagrees with {BLOCKS[n][0]}; run benchmarks/npt_readme.py "
-                  "--write", file=sys.stderr)
-        return 1 if stale(text) else 0
-    else:
-        print("\n\n".join(f"<!-- results:{n} -->\n{render_block(n)}\n<!-- /results:{n} -->" for n in BLOCKS))
-    return 0
+    return block_cli(argv, README, BLOCKS, render_block, __doc__, "benchmarks/npt_readme.py")
 
 
 if __name__ == "__main__":

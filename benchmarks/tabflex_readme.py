@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _readme_blocks import blocks_in, stale_blocks, write_blocks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "tabflex" / "README.md"
@@ -308,19 +310,9 @@ def root_row_in(text: str) -> str:
     return next(line for line in text.splitlines() if line.startswith("| `tabzoo-tabflex` |"))
 
 
-def blocks_in(text: str) -> dict[str, str]:
-    """name -> the text between ``<!-- results:name -->`` and ``<!-- /results:name -->`` (stripped)."""
-    return {m.group(1): m.group(2).strip() for m in re.finditer(r"<!-- results:([\w-]+) -->\n(.*?)\n<!-- /results:\1 -->",
-                                                                text, flags=re.S)}
-
-
 def write(text: str) -> str:
     """``text`` with every known block re-rendered."""
-    for name in blocks_in(text):
-        if name in BLOCKS or name in CURVES:
-            text = re.sub(rf"(<!-- results:{name} -->\n).*?(\n<!-- /results:{name} -->)",
-                          lambda m, n=name: m.group(1) + render_block(n) + m.group(2), text, flags=re.S)
-    return text
+    return write_blocks(text, (*BLOCKS, *CURVES), render_block)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         ROOT_README.write_text(root.replace(root_row_in(root), root_row()), encoding="utf-8")
         return 0
     if a.check:
-        stale = [n for n, body in blocks_in(text).items() if n in (*BLOCKS, *CURVES) and body != render_block(n)]
+        stale = [n for n in stale_blocks(text, (*BLOCKS, *CURVES), render_block) if n in blocks_in(text)]
         if root_row_in(root) != root_row():
             print(f"{ROOT_README}: the tabzoo-tabflex row disagrees with the result files; run "
                   "benchmarks/tabflex_readme.py --write", file=sys.stderr)

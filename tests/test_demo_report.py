@@ -4,25 +4,11 @@ figures are generated from that report's ``results.json`` (``benchmarks/demo_rea
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+import demo_readme as GEN  # benchmarks/ is on sys.path: tests/conftest.py
 
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("demo_readme", ROOT / "benchmarks" / "demo_readme.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["demo_readme"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _generator()
 LINK = re.compile(r"benchmarks/results/(demo-[\w-]+)/report\.md")
 
 

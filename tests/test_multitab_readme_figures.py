@@ -5,23 +5,21 @@ and its JSON disagree."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import multitab_readme  # noqa: E402
+import multitab_readme  # benchmarks/ is on sys.path: tests/conftest.py
+from _readme_blocks import blocks_in
 
 
 def test_every_multitab_readme_block_matches_its_result_file() -> None:
     text = multitab_readme.README.read_text(encoding="utf-8")
-    assert set(multitab_readme.blocks_in(text)) >= set(multitab_readme.BLOCKS)
+    assert set(blocks_in(text)) >= set(multitab_readme.BLOCKS)
     assert multitab_readme.stale(text) == [], "run `uv run python benchmarks/multitab_readme.py --write`"
 
 
 def test_a_changed_multitab_figure_is_caught_and_restored() -> None:
     text = multitab_readme.README.read_text(encoding="utf-8")
     for name in multitab_readme.BLOCKS:
-        row = next(line for line in multitab_readme.blocks_in(text)[name].splitlines()
+        row = next(line for line in blocks_in(text)[name].splitlines()
                    if line.startswith("| ") and "---" not in line and re.search(r"\d\.\d\d", line.split(" | ", 1)[1]))
         value = re.search(r"\d\.\d\d", row.split(" | ", 1)[1])
         assert value is not None

@@ -4,27 +4,10 @@ README figure and its result file disagree."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("tabflex_readme", ROOT / "benchmarks" / "tabflex_readme.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["tabflex_readme"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _generator()
-
+import tabflex_readme as GEN  # benchmarks/ is on sys.path: tests/conftest.py
 
 NAMES = sorted({*GEN.BLOCKS, *GEN.CURVES})
 
