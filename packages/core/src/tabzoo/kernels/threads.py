@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -104,19 +105,12 @@ def wait_policy() -> str:
     return {"PASSIVE": "passive", "ACTIVE": "active"}.get(value, "default")
 
 
-@contextlib.contextmanager
-def call_threads() -> Iterator[int]:
+def call_threads() -> contextlib.AbstractContextManager[int]:
     """Run a whole estimator call on one torch thread when the machine is oversubscribed (load >= cores),
-    else with the caller's count; restore the caller's count after. Nested scopes are free."""
-    before = torch.get_num_threads()
-    if before <= 1 or not _oversubscribed():
-        yield before
-        return
-    torch.set_num_threads(1)
-    try:
-        yield 1
-    finally:
-        torch.set_num_threads(before)
+    else with the caller's count; restore the caller's count after. Nested scopes are free.
+
+    This is :func:`op_threads` for a pass of unbounded size: only oversubscription picks one thread."""
+    return op_threads(math.inf)
 
 
 def host_threads(fn: _F) -> _F:
