@@ -21,6 +21,7 @@ from tabzoo.masks import Mask, context_query, full, task_tokens
 from tabzoo.nn import MLPHead, TransformerBlock
 from torch import nn
 
+from tabzoo_multitab.attention import short_keys
 from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.embedding import FeatureEmbedding
 
@@ -129,8 +130,9 @@ class MultiTabNet(nn.Module):
         rmask: Mask | torch.Tensor | None = row_mask(n, n_context, query_mask)
         if self.cfg.row_scope == "self":  # each row reads only itself
             rmask = torch.eye(n, dtype=torch.bool, device=x_num.device).expand(b, n, n)
-        for block in self.blocks:
-            h = block(h, self._fmask, rmask)
+        with short_keys():  # the inter-feature attention's short key axis runs on tabzoo_multitab.attention's backend
+            for block in self.blocks:
+                h = block(h, self._fmask, rmask)
         return h
 
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None, n_context: int | None = None,
