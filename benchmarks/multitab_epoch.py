@@ -19,6 +19,14 @@ after, so the load the run saw is on record.
 its batch of 32 and its largest at the estimator's ``batch_size="auto"`` of 256, where the
 row-mixing attention and the flattened-row block dominate instead of the per-op overhead.
 
+``--variants sdpa`` adds MultiTab-Net fitted with the core's sdpa forced for every attention
+(``tabzoo.kernels.use("sdpa")``: the path before its short-key backend), side by side.
+
+Besides the fit's CPU time divided by the epochs (``cpu_s_per_epoch``: it includes the fit's fixed
+costs, building the model and the preprocessing, spread over few epochs), each epoch is timed
+inside the training loop (``loop_cpu_s_per_epoch``: from the epoch's first minibatch to the end of
+its last step; the median over the fit's epochs), and the ratio to MMoE is given for both.
+
 ``--phases N`` also times ``N`` training steps of one batch per model, split into forward (with
 the loss), backward, gradient clipping and the Adam update (thread CPU time, models alternated,
 medians; ``phases_ms`` per row), to show where a step's time goes.
@@ -27,6 +35,7 @@ medians; ``phases_ms`` per row), to show where a step's time goes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
@@ -39,6 +48,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
+from tabzoo import kernels  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
 from tabzoo_priors import MultiTabBench  # noqa: E402
 
@@ -59,7 +69,22 @@ def use_adam(impl: str) -> None:
 
 #: MultiTab-Net options timed with ``--variants`` (issue 26's small-n candidates)
 VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict(row_ff_mult=1), "self": dict(row_scope="self"),
-                                       "rff3_self": dict(row_ff_mult=3, row_scope="self")}
+                                       "rff3_self": dict(row_ff_mult=3, row_scope="self"), "sdpa": dict(kernels="sdpa")}
+_EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
+
+
+def timed_batches() -> None:
+    """Record each training epoch's CPU time, from its first minibatch to the end of its last step."""
+    from tabzoo_multitab.training import MultiTaskFit
+
+    original = MultiTaskFit.batches
+
+    def batches(self: Any, epoch: int) -> Any:
+        t0 = time.process_time()
+        yield from original(self, epoch)
+        _EPOCHS.append(time.process_time() - t0)
+
+    MultiTaskFit.batches = batches  # type: ignore[method-assign]
 
 
 def models(row_dims: list[int], variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
@@ -122,6 +147,7 @@ def main() -> None:
     if args.out is not None and args.out.exists():
         raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
     torch.set_num_threads(1)
+    timed_batches()
     report: dict[str, Any] = {"benchmark": "multitab-epoch", "machine": machine_info(),
                               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                               "rows": [], "matmul_fp32_gflops_before": round(matmul_gflops(torch.float32, n=512), 2)}
@@ -132,9 +158,11 @@ def main() -> None:
                           sizes=(n_train, 10, 10)).sample(seed=0)
         X, Y = s.train.x.numpy().astype(np.float64), s.train.y.numpy().astype(np.float64)
         per: dict[str, list[float]] = {}
-        warm = MultiTabEstimator(architecture="mmoe", max_epochs=1, val_fraction=0.0, calibration=None,
-                                 task_types=["regression"] * t)
-        warm.fit(X, Y)  # first-call costs (imports, allocator) are not an epoch of the first model timed
+        loop: dict[str, list[float]] = {}
+        for arch in ("mmoe", "multitab"):  # first-call costs (imports, allocator) are not an epoch of a model timed
+            MultiTabEstimator(architecture=arch, max_epochs=1, val_fraction=0.0, calibration=None, d_embed=int(e),
+                              n_heads=2 if int(e) == 8 else 4, task_types=["regression"] * t,
+                              batch_size=batch_size).fit(X, Y)
         params: dict[str, int] = {}
         fitted: dict[str, MultiTabEstimator] = {}
         for _ in range(args.repeats):
@@ -144,10 +172,15 @@ def main() -> None:
                 est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
                                         hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
                                         max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
-                                        calibration=None, task_types=["regression"] * t, **kw)
+                                        calibration=None, task_types=["regression"] * t,
+                                        **{k: v for k, v in kw.items() if k != "kernels"})
+                forced = kw.get("kernels")
+                _EPOCHS.clear()
                 c0 = time.process_time()
-                est.fit(X, Y)
+                with kernels.use(forced) if forced else contextlib.nullcontext():
+                    est.fit(X, Y)
                 per.setdefault(name, []).append((time.process_time() - c0) / args.epochs)
+                loop.setdefault(name, []).append(float(np.median(_EPOCHS)))
                 params[name] = sum(p.numel() for p in est.model_.parameters())
                 fitted[name] = est
         base = {m: m.split("/")[0] for m in per}  # each model against MMoE under the same Adam update
@@ -157,7 +190,11 @@ def main() -> None:
                    for m, v in per.items() if len(args.adam) > 1 and not m.startswith("mmoe/")}
         row = dict(d_embed=int(e), hidden=hidden, tasks=t, n_train=n_train, batch_size=batch_size,
                    cpu_s_per_epoch={m: [round(x, 4) for x in v] for m, v in per.items()},
-                   ratio_to_mmoe_median=ratios, parameters=params)
+                   ratio_to_mmoe_median=ratios, parameters=params,
+                   loop_cpu_s_per_epoch={m: [round(x, 4) for x in v] for m, v in loop.items()},
+                   loop_ratio_to_mmoe_median={m: float(np.median([a / b for a, b in zip(v, loop[m.replace(base[m], "mmoe", 1)],
+                                                                                      strict=True)]))
+                                              for m, v in loop.items()})
         if args.phases:
             row["phases_ms"] = phase_times(fitted, X, Y, args.phases, batch_size)
             row["phase_step_ratio_to_mmoe"] = {m: round(d["step"] / row["phases_ms"]["mmoe"]["step"], 3)
