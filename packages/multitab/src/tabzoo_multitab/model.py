@@ -18,12 +18,13 @@ from typing import Any
 import torch
 from tabzoo.errors import TabzooInputError
 from tabzoo.masks import Mask, context_query, full, task_tokens
-from tabzoo.nn import MLPHead, TransformerBlock
+from tabzoo.nn import TransformerBlock
 from torch import nn
 
 from tabzoo_multitab.attention import short_keys
 from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.embedding import FeatureEmbedding
+from tabzoo_multitab.heads import TaskHeads
 
 __all__ = ["MultiTabNet", "EncoderBlock", "feature_mask", "row_mask", "build"]
 
@@ -98,7 +99,7 @@ class MultiTabNet(nn.Module):
         self.task_tokens = nn.Parameter(torch.randn(c.n_task_tokens, c.d_embed) * c.d_embed**-0.5)
         self.blocks = nn.ModuleList(EncoderBlock(c, first=i == 0) for i in range(c.n_layers))
         self.norm = nn.LayerNorm(c.d_embed)
-        self.heads = nn.ModuleList(MLPHead(c.d_embed, c.head_hidden, t.n_out) for t in c.tasks)
+        self.heads = TaskHeads(c.d_embed, c.head_hidden, [t.n_out for t in c.tasks])  # one MLP per task, stacked
         self._fmask = feature_mask(c)
 
     @property
@@ -143,12 +144,10 @@ class MultiTabNet(nn.Module):
             x_num = x_num.unsqueeze(0)
             x_cat = x_cat.unsqueeze(0) if x_cat is not None else None
             query_mask = query_mask.unsqueeze(0) if query_mask is not None else None
-        h = self.norm(self.encode(x_num, x_cat, n_context, query_mask)[:, :, self.cfg.n_features:])
-        # one unbind, not a select per task: its backward stacks the tokens' gradients once instead of
-        # filling a zero [B, N, t, e] gradient per task (same numbers, fewer ops per step)
-        tokens = h.unbind(2)
-        single = self.cfg.task_tokens == "single"  # every head reads the one shared token
-        out = torch.cat([head(tokens[0 if single else i]) for i, head in enumerate(self.heads)], dim=-1)
+        h = self.norm(self.encode(x_num, x_cat, n_context, query_mask)[:, :, self.cfg.n_features:])  # [B, N, t, e]
+        if self.cfg.task_tokens == "single":  # every head reads the one shared token
+            h = h.expand(-1, -1, self.cfg.n_tasks, -1)
+        out = self.heads(h)
         return out[0] if squeeze else out
 
     @torch.no_grad()
