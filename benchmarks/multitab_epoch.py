@@ -27,6 +27,10 @@ costs, building the model and the preprocessing, spread over few epochs), each e
 inside the training loop (``loop_cpu_s_per_epoch``: from the epoch's first minibatch to the end of
 its last step; the median over the fit's epochs), and the ratio to MMoE is given for both.
 
+``train_step_mflop``: the matmul and attention MFLOP of one training forward + backward at the
+batch size (torch's FlopCounterMode, sdpa forced so the attention counts), per model: how much
+more arithmetic MultiTab-Net does than MMoE at the same width, whatever the kernels.
+
 ``--phases N`` also times ``N`` training steps of one batch per model, split into forward (with
 the loss), backward, gradient clipping and the Adam update (thread CPU time, models alternated,
 medians; ``phases_ms`` per row), to show where a step's time goes.
@@ -93,6 +97,23 @@ def models(row_dims: list[int], variants: list[str] = ()) -> dict[str, dict[str,
         out[f"multitab_r{r}"] = dict(architecture="multitab", row_dim=r)
     for v in variants:
         out[f"multitab_{v}"] = dict(architecture="multitab", **VARIANTS[v])
+    return out
+
+
+def step_flops(ests: dict[str, MultiTabEstimator], X: np.ndarray, batch: int) -> dict[str, float]:
+    """Matmul and attention MFLOP of one training forward + backward on ``batch`` rows per model
+    (torch's FlopCounterMode, the core's sdpa forced so the attention is counted; elementwise
+    work is not counted)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    xb = torch.tensor(X[:batch], dtype=torch.float32)
+    out: dict[str, float] = {}
+    for n, e in ests.items():
+        m = e.model_.train()
+        with kernels.use("sdpa"), FlopCounterMode(display=False) as fc:
+            m(xb, None).square().sum().backward()
+        m.zero_grad(set_to_none=True)
+        out[n] = round(fc.get_total_flops() / 1e6, 3)
     return out
 
 
@@ -195,6 +216,8 @@ def main() -> None:
                    loop_ratio_to_mmoe_median={m: float(np.median([a / b for a, b in zip(v, loop[m.replace(base[m], "mmoe", 1)],
                                                                                       strict=True)]))
                                               for m, v in loop.items()})
+        row["train_step_mflop"] = step_flops(fitted, X, batch_size)
+        row["mflop_ratio_to_mmoe"] = {m: round(f / row["train_step_mflop"]["mmoe"], 3) for m, f in row["train_step_mflop"].items()}
         if args.phases:
             row["phases_ms"] = phase_times(fitted, X, Y, args.phases, batch_size)
             row["phase_step_ratio_to_mmoe"] = {m: round(d["step"] / row["phases_ms"]["mmoe"]["step"], 3)
