@@ -37,11 +37,12 @@ installation (:func:`build_directory`: torch's extension root, ``NAME`` plus a h
 version and folder), because ninja rebuilds whenever the compile command changes, and it
 names the torch headers of the environment: one shared folder was rebuilt, minutes each time,
 whenever a second environment loaded it. The build takes about a minute on an idle machine (11
-minutes were measured at load 20 on 2 cores). When it fails the backend reports itself
+minutes were measured at load 20 on 2 cores). The same library holds the compiled backend of
+:mod:`tabzoo.kernels.causal_conv` (``conv_fwd``, ``conv_bwd``). When it fails the backend reports itself
 unavailable and dispatch picks the next one; the failure is logged once.
 
-Measured (one thread, CPU ms, load ~2, ``D = 128, N = 16``, the kernel calls alone; forward /
-backward): ``[1, 512]`` 0.19 / 0.48 against 0.41 / 3.65 for the ``[D, N]`` layout of v2 (whose
+Measured for v3 (without the fused prologue and gate; one thread, CPU ms, load ~2, ``D = 128, N =
+16``, the kernel calls alone; forward / backward): ``[1, 512]`` 0.19 / 0.48 against 0.41 / 3.65 for the ``[D, N]`` layout of v2 (whose
 backward loop was not vectorised); ``[1, 2048]`` 0.92 / 2.53 against 1.85 / 14.8. Earlier, against
 ``chunked`` (forward / forward + backward, load ~8): ``[1, 512]`` 0.22 / 0.77 against 2.5 / 7.2;
 ``[1, 16384]`` 10.2 / 28.7 against 67 / 221; ``[16, 452]`` 3.1 / 13.1 against 30 / 94 (v2, load
