@@ -206,6 +206,9 @@ class DenseTransformer(torch.nn.Module):
 
 
 def _slope(ns: list[int], ys: list[float]) -> float:
+    """Least-squares slope of log(y) on log(n); NaN with fewer than two distinct lengths."""
+    if len(set(ns)) < 2:
+        return math.nan
     xs, ls = [math.log(n) for n in ns], [math.log(max(y, 1e-12)) for y in ys]
     mx, my = sum(xs) / len(xs), sum(ls) / len(ls)
     return sum((a - mx) * (b - my) for a, b in zip(xs, ls, strict=True)) / sum((a - mx) ** 2 for a in xs)
@@ -337,8 +340,8 @@ def _cpu_ms(fn: Any, repeats: int = 10) -> float:
 
 
 def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any]:
+    import torch.nn.functional as F
     from tabzoo.kernels import selective_scan
-    from tabzoo_ramba.layers import softplus
 
     c = m.cfg
     b = _synthetic_batch(length, c.d_text)
@@ -349,15 +352,17 @@ def _breakdown_one(m: Any, dense: torch.nn.Module, length: int) -> dict[str, Any
     d = blk.ssm.fwd
     xc = d.causal_conv(e, False)
     dt, bb, cc = d.x_proj(xc).split([d.dt_rank, d.d_state, d.d_state], dim=-1)
-    delta, a = softplus(d.dt_proj(dt)), -torch.exp(d.A_log)
+    delta, a = F.linear(dt, d.dt_proj.weight), -torch.exp(d.A_log)
+    fused = {"delta_bias": d.dt_proj.bias, "delta_softplus": True, "delta_scale": g,
+             "z": blk.ssm.in_proj(x)[..., c.expand * c.d_model:]}
     xd = torch.randn(1, length, c.d_model)
     return {"L": int(b["kind"].shape[1]), "load_average": list(os.getloadavg()),
             "total": _cpu_ms(lambda: m(b)), "dense_total": _cpu_ms(lambda: dense(xd)),
             "collate_host_index": _cpu_ms(lambda: _collated(_synthetic_host_batch(length, c.d_text), c.max_rel_rows)),
             "embed": _cpu_ms(lambda: m.embed(b)), "gates": _cpu_ms(lambda: m.gates(b)),
             "ssm_per_block": _cpu_ms(lambda: blk.ssm(blk.n1(x), g, b["pad"])),
-            "ssm_direction": _cpu_ms(lambda: d(e, g[..., None], False)),
-            "scan_call": _cpu_ms(lambda: selective_scan(xc, delta, a, bb, cc, d.D)),
+            "ssm_direction": _cpu_ms(lambda: d(e, g, False)),
+            "scan_call": _cpu_ms(lambda: selective_scan(xc, delta, a, bb, cc, d.D, **fused)),
             "conv_call": _cpu_ms(lambda: d.causal_conv(e, False)),
             "intra_attention_per_block": _cpu_ms(lambda: blk.intra(blk.n2(x), st)),
             "rel_attention_per_block": _cpu_ms(lambda: blk.rel(blk.n3(x), st))}

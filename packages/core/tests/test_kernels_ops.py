@@ -251,6 +251,78 @@ def test_scan_long_strong_decay_and_positive_a_stay_exact() -> None:
     assert torch.allclose(K.selective_scan(**inputs), ref, rtol=1e-4, atol=1e-4)
 
 
+def _fused_inputs(b, length, d, n, seed, dtype=torch.float32):
+    """Raw step sizes with a bias, softplus, a per-position scale (zeros included) and a gate."""
+    inputs = _scan_inputs(b, length, d, n, dtype, seed, True)
+    gen = torch.Generator().manual_seed(seed + 1)
+    inputs["delta"] = (torch.randn(b, length, d, generator=gen) * 2).to(dtype)
+    scale = torch.rand(b, length, generator=gen)
+    scale[:, ::3] = 0.0  # padding-like positions: the state passes through unchanged
+    return {**inputs, "delta_bias": torch.randn(d, generator=gen), "delta_softplus": True,
+            "delta_scale": scale.to(dtype), "z": (torch.randn(b, length, d, generator=gen) * 2).to(dtype)}
+
+
+def _fused_fp64(x, delta, A, B, C, D, delta_bias, delta_softplus, delta_scale, z, reverse=False):
+    """The fused scan written out in fp64, a loop over positions (the obvious definition)."""
+    x, delta, A, B, C, D, bias, scale, z = (t.double() for t in (x, delta, A, B, C, D, delta_bias, delta_scale, z))
+    dt = delta + bias
+    dt = torch.nn.functional.softplus(dt, threshold=1e9) if delta_softplus else dt
+    dt = dt * scale[..., None]
+    h = torch.zeros(x.shape[0], x.shape[2], A.shape[1], dtype=torch.float64)
+    ys = [None] * x.shape[1]
+    for t in (range(x.shape[1] - 1, -1, -1) if reverse else range(x.shape[1])):
+        h = torch.exp(dt[:, t, :, None] * A) * h + (dt[:, t] * x[:, t])[..., None] * B[:, t, None, :]
+        ys[t] = (h * C[:, t, None, :]).sum(-1) + D * x[:, t]
+    return torch.stack(ys, 1) * torch.nn.functional.silu(z)
+
+
+@SETTINGS
+@given(b=st.integers(1, 2), length=st.integers(1, 70), d=st.integers(1, 5), n=st.integers(1, 6),
+       seed=st.integers(0, 10_000), reverse=st.booleans())
+def test_selective_scan_fused_arguments_every_backend_agrees(b, length, d, n, seed, reverse) -> None:
+    """``delta_bias``, ``delta_softplus``, ``delta_scale`` and ``z``: every backend (the fusing
+    ``cpu_fused`` where built, the others through the op's torch prologue/epilogue) matches the
+    reference, outputs and the gradients of every input."""
+    inputs = _fused_inputs(b, length, d, n, seed)
+    checked = _check_all_backends("selective_scan", K.selective_scan, torch.float32, **inputs, reverse=reverse)
+    assert "chunked" in checked
+
+
+_BUILT = importlib.import_module("tabzoo.kernels.scan_cpu").built()
+
+
+@pytest.mark.parametrize("backend", ["reference", "chunked", None, pytest.param("cpu_fused", marks=pytest.mark.skipif(
+    not _BUILT, reason="the compiled scan is not built here (python -m tabzoo.kernels.scan_build)"))])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_selective_scan_fused_arguments_match_fp64(backend: str | None, reverse: bool) -> None:
+    """Output and the gradients of all nine inputs against the fp64 loop, across the compiled
+    scan's segment boundary (64 positions); ``None`` = what dispatch picks (``cpu_fused`` where built)."""
+    if backend == "cpu_fused":
+        assert K.select_backend("selective_scan", **{k: v for k, v in _fused_inputs(1, 4, 2, 3, 0).items()
+                                                     if k in ("x", "delta", "A", "B", "C", "D")}).name == "cpu_fused"
+    base = {k: v for k, v in _fused_inputs(2, 150, 5, 4, 7).items() if k != "delta_softplus"}
+    outs = []
+    for fn in (_fused_fp64, K.selective_scan):
+        ins = {k: v.detach().clone().double().requires_grad_() if fn is _fused_fp64 else v.detach().clone().requires_grad_()
+               for k, v in base.items()}
+        with K.use(backend) if backend else contextlib.nullcontext():
+            y = fn(**ins, delta_softplus=True, reverse=reverse)
+        gy = torch.randn(y.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64).to(y.dtype)
+        (y * gy).sum().backward()
+        outs.append([y.detach()] + [ins[k].grad for k in base])
+    for name, ref, got in zip(["y", *base], *outs, strict=True):
+        assert got.dtype == torch.float32
+        err = float((ref - got.double()).abs().max() / ref.abs().max().clamp(min=1e-6))
+        assert err < 2e-5, f"{name}: relative error {err}"
+
+
+def test_selective_scan_fused_arguments_are_validated() -> None:
+    good = _fused_inputs(1, 5, 2, 3, 0)
+    for name, bad in (("delta_bias", torch.randn(3)), ("delta_scale", torch.randn(1, 5, 1)), ("z", torch.randn(1, 4, 2))):
+        with pytest.raises(TabzooInputError, match=f"{name} must be a floating tensor of shape"):
+            K.selective_scan(**{**good, name: bad})
+
+
 def test_scan_matches_a_hand_computed_case() -> None:
     x = torch.tensor([[[1.0], [2.0]]])
     delta = torch.tensor([[[0.5], [1.0]]])
@@ -297,3 +369,60 @@ def test_chunked_scan_over_many_blocks_matches_reference(b, length, d, n, block,
     _close(got, ref, torch.float32, "output")
     for name, grad in ref_grads.items():
         _close(got_grads[name], grad, torch.float32, f"grad {name}")
+
+
+# --------------------------------------------------------------------------- causal_conv1d
+def _conv_inputs(b, length, d, k, seed, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(seed)
+    mask = (torch.rand(b, length, generator=gen) > 0.3).to(dtype)
+    return {"x": torch.randn(b, length, d, generator=gen).to(dtype), "weight": torch.randn(d, k, generator=gen).to(dtype),
+            "bias": torch.randn(d, generator=gen).to(dtype), "mask": mask}
+
+
+@SETTINGS
+@given(b=st.integers(1, 2), length=st.integers(1, 40), d=st.integers(1, 9), k=st.integers(1, 5),
+       seed=st.integers(0, 10_000), reverse=st.booleans(), silu=st.booleans(), with_mask=st.booleans())
+def test_causal_conv1d_backends_match_reference(b, length, d, k, seed, reverse, silu, with_mask) -> None:
+    inputs = _conv_inputs(b, length, d, k, seed)
+    if not with_mask:
+        inputs["mask"] = None
+    checked = _check_all_backends("causal_conv1d", K.causal_conv1d, torch.float32, **inputs, reverse=reverse,
+                                  activation="silu" if silu else None)
+    assert checked == (["cpu_fused"] if _BUILT else [])
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("cpu_fused", marks=pytest.mark.skipif(
+    not _BUILT, reason="the compiled library is not built here (python -m tabzoo.kernels.scan_build)"))])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_causal_conv1d_is_torch_conv1d_then_silu_and_mask(backend: str, reverse: bool) -> None:
+    """Against torch's depthwise ``conv1d`` in fp64 on the channel-major layout (flipped for
+    ``reverse``), SiLU, mask: outputs and the gradients of x, weight, bias and mask."""
+    base = _conv_inputs(2, 37, 6, 4, 3)
+    outs = []
+    for ours in (False, True):
+        ins = {k: v.detach().clone().double().requires_grad_() if not ours else v.detach().clone().requires_grad_()
+               for k, v in base.items()}
+        if ours:
+            with K.use(backend):
+                y = K.causal_conv1d(ins["x"], ins["weight"], ins["bias"], reverse=reverse, activation="silu",
+                                    mask=ins["mask"])
+        else:
+            xs = ins["x"].flip(1) if reverse else ins["x"]
+            y = torch.nn.functional.conv1d(xs.transpose(1, 2), ins["weight"][:, None, :], ins["bias"], padding=3,
+                                           groups=6)[..., :37].transpose(1, 2)
+            y = torch.nn.functional.silu(y.flip(1) if reverse else y) * ins["mask"][..., None]
+        gy = torch.randn(y.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64).to(y.dtype)
+        (y * gy).sum().backward()
+        outs.append([y.detach()] + [ins[k].grad for k in base])
+    for name, ref, got in zip(["y", *base], *outs, strict=True):
+        assert got.dtype == torch.float32
+        err = float((ref - got.double()).abs().max() / ref.abs().max().clamp(min=1e-6))
+        assert err < 2e-6, f"{name}: relative error {err}"
+
+
+def test_causal_conv1d_validation() -> None:
+    good = _conv_inputs(1, 5, 2, 3, 0)
+    for bad, match in (({"weight": torch.randn(3, 3)}, "weight must be"), ({"mask": torch.ones(1, 4)}, "mask must be"),
+                       ({"bias": torch.ones(3)}, "bias must be"), ({"activation": "relu"}, "activation='relu'")):
+        with pytest.raises(TabzooInputError, match=match):
+            K.causal_conv1d(**{**good, **bad})

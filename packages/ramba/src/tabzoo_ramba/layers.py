@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from tabzoo.kernels import masked_attention, selective_scan
+from tabzoo.kernels import causal_conv1d, masked_attention, selective_scan
 from torch import nn
 
 from tabzoo_ramba.structure import row_structure
@@ -42,34 +42,6 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
 
-class _Softplus(torch.autograd.Function):
-    """``log(1 + exp(x))`` from vectorised ``exp`` and ``log``, with no bool tensor (torch's CPU
-    ``softplus`` goes through a scalar ``log1p``, and ``where``/``masked_fill`` over a bool
-    mask are as slow here: ~0.3-0.9 ms each for ``[1, 512, 128]``, against ~0.2 ms for this).
-    ``log1p(e) = log(u) - ((u - 1) - e) / u`` with ``u = 1 + e``, ``e = exp(-|x|)`` (the
-    first-order correction of the rounding of ``u``; exactly ``e`` where ``u`` rounds to 1).
-    Within 1.7e-7 relative of fp64 over [-40, 40] (torch's: 1.2e-7); the backward is torch's,
-    ``g * sigmoid(x)``."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x)
-        e = x.abs().neg_().exp_()  # in place where it can be: four [..] buffers, not seven (same numbers)
-        u = e + 1.0
-        corr = (u - 1.0).sub_(e).div_(u)
-        return x.clamp(min=0).add_(u.log_().sub_(corr))
-
-    @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
-        (x,) = ctx.saved_tensors
-        return g * torch.sigmoid(x)
-
-
-def softplus(x: torch.Tensor) -> torch.Tensor:
-    """``softplus(x)`` elementwise (any shape): :class:`_Softplus` on the CPU, torch's elsewhere."""
-    return _Softplus.apply(x) if x.device.type == "cpu" else F.softplus(x)
-
-
 class _Direction(nn.Module):
     def __init__(self, d_inner: int, d_state: int, d_conv: int, dt_rank: int) -> None:
         super().__init__()
@@ -84,30 +56,27 @@ class _Direction(nn.Module):
             self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1
         self.dt_rank, self.d_state = dt_rank, d_state
 
-    def causal_conv(self, x: torch.Tensor, reverse: bool) -> torch.Tensor:
+    def causal_conv(self, x: torch.Tensor, reverse: bool, mask: torch.Tensor | None = None,
+                    activation: str | None = None) -> torch.Tensor:
         """The depthwise conv of ``self.conv`` along L, causal in scan order: ``x [B, L, E]`` ->
-        ``[B, L, E]``; ``out[t] = bias + sum_k w[k] x[t -+ (K-1-k)]`` (``-`` forward, ``+`` reverse).
+        ``[B, L, E]``; ``out[t] = act(bias + sum_k w[k] x[t -+ (K-1-k)]) * mask[t]`` (``-``
+        forward, ``+`` reverse) through ``tabzoo.kernels.causal_conv1d`` (one compiled pass where
+        the CPU library is built; torch's depthwise conv1d is slow on CPU). Equal to
+        ``conv(x.transpose(1, 2))[..., :L]`` (flipped around it for ``reverse``) up to rounding."""
+        return causal_conv1d(x, self.conv.weight[:, 0, :], self.conv.bias, reverse=reverse, activation=activation,
+                             mask=mask)
 
-        Equal to ``conv(x.transpose(1, 2))[..., :L]`` (flipped around it for ``reverse``) up to
-        float rounding, as K shifted multiply-adds on the token-major layout (no transposes, no
-        flips; torch's depthwise conv1d is slow on CPU).
-        """
-        length, k = x.shape[1], self.conv.kernel_size[0]
-        w = self.conv.weight[:, 0, :].t().contiguous()  # [K, E]: contiguous taps (a strided one is 5x slower)
-        xp = F.pad(x, (0, 0, 0, k - 1) if reverse else (0, 0, k - 1, 0))
-        out = torch.addcmul(self.conv.bias, xp[:, k - 1:k - 1 + length] if reverse else xp[:, :length], w[0])
-        for i in range(1, k):
-            start = k - 1 - i if reverse else i
-            out.addcmul_(xp[:, start:start + length], w[i])
-        return out
-
-    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool, open_: torch.Tensor | None = None) -> torch.Tensor:
-        """``x [B, L, E]`` (zero on padding), ``gate [B, L, 1]``, ``open_`` = ``(gate > 0)`` as
-        ``x``'s dtype (computed here when not given) -> ``[B, L, E]``."""
-        xc = F.silu(self.causal_conv(x, reverse)) * ((gate > 0).to(x.dtype) if open_ is None else open_)
+    def forward(self, x: torch.Tensor, gate: torch.Tensor, reverse: bool, open_: torch.Tensor | None = None,
+                z: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [B, L, E]`` (zero on padding), ``gate [B, L]``, ``open_`` = ``(gate > 0)`` as ``x``'s
+        dtype ``[B, L]`` (computed here when not given), ``z [B, L, E]`` the output gate (``y *
+        silu(z)``, none when not given) -> ``[B, L, E]``. The step size ``softplus(W dt + b) * gate``,
+        the ``D`` skip and the ``silu(z)`` gate are the scan op's own arguments (one fused pass where
+        the compiled scan is built)."""
+        xc = self.causal_conv(x, reverse, (gate > 0).to(x.dtype) if open_ is None else open_, "silu")
         dt, b, c = self.x_proj(xc).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
-        delta = softplus(self.dt_proj(dt)) * gate
-        return selective_scan(xc, delta, -torch.exp(self.A_log), b, c, self.D, reverse=reverse)
+        return selective_scan(xc, F.linear(dt, self.dt_proj.weight), -torch.exp(self.A_log), b, c, self.D,
+                              reverse=reverse, delta_bias=self.dt_proj.bias, delta_softplus=True, delta_scale=gate, z=z)
 
 
 class GatedBiSSM(nn.Module):
@@ -133,12 +102,10 @@ class GatedBiSSM(nn.Module):
         """``h [B, L, D]``, ``gate [B, L]`` (0 on padding), ``pad [B, L]`` -> ``[B, L, D]``."""
         x, z = self.in_proj(h).chunk(2, dim=-1)
         x = x * (~pad)[..., None].to(x.dtype)  # not masked_fill: a bool mask over [B, L, E] is slow on CPU
-        g = gate[..., None]
-        open_ = (g > 0).to(x.dtype)  # once for both directions
-        yf = self.fwd(x, g, False, open_)
-        yb = self.bwd(x, g, True, open_)
-        sz = F.silu(z)
-        return self.merge(torch.cat([yf * sz, yb * sz], dim=-1))
+        open_ = (gate > 0).to(x.dtype)  # once for both directions
+        yf = self.fwd(x, gate, False, open_, z)
+        yb = self.bwd(x, gate, True, open_, z)
+        return self.merge(torch.cat([yf, yb], dim=-1))
 
 
 class DenseMixer(nn.Module):

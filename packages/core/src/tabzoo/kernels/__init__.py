@@ -2,13 +2,14 @@
 
 Public ops: :func:`masked_attention`, :func:`linear_attention` (and its stateful pair
 :func:`linear_attention_state` / :func:`linear_attention_read` for streamed inference),
-:func:`selective_scan`. Each
+:func:`selective_scan` and the depthwise :func:`causal_conv1d` in front of it. Each
 dispatches to the best available backend that supports its inputs; ``use(name)`` or the env
 var ``TABZOO_KERNELS`` forces one (see :mod:`tabzoo.kernels.op_registry` for the exact rules).
 """
 
 from tabzoo.kernels import banded as _banded  # noqa: E402, F401  (masked_attention/banded)
 from tabzoo.kernels.attention import masked_attention  # noqa: E402  (registers its backends)
+from tabzoo.kernels.causal_conv import causal_conv1d  # noqa: E402
 from tabzoo.kernels.linear_attention import linear_attention  # noqa: E402
 from tabzoo.kernels.linear_state import linear_attention_read, linear_attention_state  # noqa: E402
 from tabzoo.kernels.op_registry import (
@@ -36,6 +37,7 @@ __all__ = [
     "Cost",
     "assume_device",
     "candidates",
+    "causal_conv1d",
     "forced_backend",
     "linear_attention",
     "linear_attention_read",

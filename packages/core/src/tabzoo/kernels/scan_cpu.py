@@ -17,7 +17,14 @@ backward's). The forward saves the state entering every segment of ``SEGMENT`` p
 (``L / SEGMENT x N x D``: memory linear in L);
 the backward recomputes one segment's states from it (as Mamba's kernel does) and runs
 ``G_t = gy_t C_t + a_{t+1} G_{t+1}`` backwards, accumulating the gradients of ``x, delta, A, B,
-C`` in the same pass. fp32 throughout; ``D x`` is added by autograd outside.
+C`` in the same pass. fp32 throughout.
+
+v4 fuses what surrounds the recurrence in a Mamba block (as Mamba's CUDA kernel does), so none of
+it is a separate ``[L, D]`` pass with its own autograd node: the step size ``delta = f(delta_raw +
+bias) * scale`` (``f`` = softplus or the identity; ``scale`` one number per position), the ``D x``
+skip and the output gate ``y * silu(z)``; the backward returns the gradients of ``delta_raw``,
+``bias``, ``scale``, ``D`` and ``z`` from the same pass. Softplus and sigmoid use the vectorisable
+``fast_exp`` (softplus's ``log1p`` as a short ``atanh`` series), within 2e-7 relative of fp64.
 
 When it runs (``TABZOO_SCAN_CPU``): unset (the default) = used when it is already built for this
 torch installation, never built unasked (loading the built library takes well under a second);
@@ -30,11 +37,12 @@ installation (:func:`build_directory`: torch's extension root, ``NAME`` plus a h
 version and folder), because ninja rebuilds whenever the compile command changes, and it
 names the torch headers of the environment: one shared folder was rebuilt, minutes each time,
 whenever a second environment loaded it. The build takes about a minute on an idle machine (11
-minutes were measured at load 20 on 2 cores). When it fails the backend reports itself
+minutes were measured at load 20 on 2 cores). The same library holds the compiled backend of
+:mod:`tabzoo.kernels.causal_conv` (``conv_fwd``, ``conv_bwd``). When it fails the backend reports itself
 unavailable and dispatch picks the next one; the failure is logged once.
 
-Measured (one thread, CPU ms, load ~2, ``D = 128, N = 16``, the kernel calls alone; forward /
-backward): ``[1, 512]`` 0.19 / 0.48 against 0.41 / 3.65 for the ``[D, N]`` layout of v2 (whose
+Measured for v3 (without the fused prologue and gate; one thread, CPU ms, load ~2, ``D = 128, N =
+16``, the kernel calls alone; forward / backward): ``[1, 512]`` 0.19 / 0.48 against 0.41 / 3.65 for the ``[D, N]`` layout of v2 (whose
 backward loop was not vectorised); ``[1, 2048]`` 0.92 / 2.53 against 1.85 / 14.8. Earlier, against
 ``chunked`` (forward / forward + backward, load ~8): ``[1, 512]`` 0.22 / 0.77 against 2.5 / 7.2;
 ``[1, 16384]`` 10.2 / 28.7 against 67 / 221; ``[16, 452]`` 3.1 / 13.1 against 30 / 94 (v2, load
@@ -57,7 +65,7 @@ __all__ = ["ENV_VAR", "NAME", "SEGMENT", "available", "build", "build_directory"
 log = logging.getLogger("tabzoo.kernels")
 SEGMENT = 64  # positions per saved state (backward recomputes a segment)
 ENV_VAR = "TABZOO_SCAN_CPU"
-NAME = "tabzoo_scan_cpu_v3"  # the extension's name: change it with the source
+NAME = "tabzoo_scan_cpu_v5"  # the extension's name: change it with the source
 
 _SOURCE = r"""
 #include <torch/extension.h>
@@ -83,7 +91,55 @@ static inline float fast_exp(float z) {
   return p * scale;
 }
 
+// softplus(v) = max(v, 0) + log1p(e), e = exp(-|v|) in (0, 1]: log1p(e) = 2 atanh(s), s = e / (2 + e)
+// <= 1/3, by its odd series to s^15 (truncation < 1e-8 relative); no libm call, so it vectorises
+static inline float softplus_f(float v) {
+  const float e = fast_exp(-std::fabs(v));
+  const float s = e / (2.f + e), s2 = s * s;
+  float p = 1.f / 15.f;
+  p = p * s2 + 1.f / 13.f; p = p * s2 + 1.f / 11.f; p = p * s2 + 1.f / 9.f; p = p * s2 + 1.f / 7.f;
+  p = p * s2 + 1.f / 5.f; p = p * s2 + 1.f / 3.f; p = p * s2 + 1.f;
+  return std::max(v, 0.f) + 2.f * s * p;
+}
+
+static inline float sigmoid_f(float v) {
+  const float e = fast_exp(-std::fabs(v));
+  const float r = 1.f / (1.f + e);
+  return v >= 0.f ? r : e * r;
+}
+
 static inline int64_t at_pos(int64_t s, int64_t L, bool rev) { return rev ? L - 1 - s : s; }
+
+// The step sizes of one position: sp = f(raw + bias) (f = softplus or the identity), dt = sp scale, u = dt x
+static inline void prep_row(int64_t D, bool softplus, float scale, const float *__restrict__ raw,
+                            const float *__restrict__ bias, const float *__restrict__ x, float *__restrict__ sp,
+                            float *__restrict__ dt, float *__restrict__ u) {
+  if (softplus) {
+    for (int64_t d = 0; d < D; ++d) sp[d] = softplus_f(raw[d] + bias[d]);
+  } else {
+    for (int64_t d = 0; d < D; ++d) sp[d] = raw[d] + bias[d];
+  }
+  for (int64_t d = 0; d < D; ++d) { dt[d] = sp[d] * scale; u[d] = dt[d] * x[d]; }
+}
+
+// The output of one position after the state rows: y += Dskip x; with a gate z, ypre = y, y *= silu(z)
+static inline void finish_row(int64_t D, const float *__restrict__ x, const float *__restrict__ Dv,
+                              const float *__restrict__ z, float *__restrict__ y, float *__restrict__ ypre) {
+  for (int64_t d = 0; d < D; ++d) y[d] += Dv[d] * x[d];
+  if (z != nullptr) {
+    for (int64_t d = 0; d < D; ++d) { ypre[d] = y[d]; y[d] *= z[d] * sigmoid_f(z[d]); }
+  }
+}
+
+// The gradient reaching the pre-gate output (gp) and the gate's (gz) of one position
+static inline void gate_grad_row(int64_t D, const float *__restrict__ gy, const float *__restrict__ z,
+                                 const float *__restrict__ ypre, float *__restrict__ gp, float *__restrict__ gz) {
+  for (int64_t d = 0; d < D; ++d) {
+    const float sg = sigmoid_f(z[d]);
+    gp[d] = gy[d] * z[d] * sg;
+    gz[d] = gy[d] * ypre[d] * sg * (1.f + z[d] * (1.f - sg));
+  }
+}
 
 // One state row n of one backward step (a function of its own: with every pointer a restrict
 // parameter the loop over d vectorises; inside the lambda gcc re-reads captured pointers and does not)
@@ -107,7 +163,30 @@ static inline void bwd_row(int64_t D, float bn, float cn, const float *__restric
   out[1] = gb;
 }
 
-// One state row n of one forward step, in place: h = exp(delta A) h + u B_n, y += h C_n (restrict, as above)
+// The gradients of one position from the state-row sums: x, the raw step size, the bias and D
+// accumulators; returns the gradient of the position's scale (a sum over d)
+static inline float post_row(int64_t D, bool softplus, float scale, const float *__restrict__ raw,
+                             const float *__restrict__ bias, const float *__restrict__ x, const float *__restrict__ Dv,
+                             const float *__restrict__ sp, const float *__restrict__ dt, const float *__restrict__ gp,
+                             const float *__restrict__ sum_gb, const float *__restrict__ sum_qa,
+                             float *__restrict__ gx, float *__restrict__ graw, float *__restrict__ gbias,
+                             float *__restrict__ gD) {
+  float gs = 0.f;
+  for (int64_t d = 0; d < D; ++d) {
+    gx[d] = dt[d] * sum_gb[d] + gp[d] * Dv[d];
+    gD[d] += gp[d] * x[d];
+    const float gdt = x[d] * sum_gb[d] + sum_qa[d];  // d loss / d dt
+    gs += gdt * sp[d];
+    graw[d] = gdt * scale;
+  }
+  if (softplus) {
+    for (int64_t d = 0; d < D; ++d) graw[d] *= sigmoid_f(raw[d] + bias[d]);
+  }
+  for (int64_t d = 0; d < D; ++d) gbias[d] += graw[d];
+  return gs;
+}
+
+// One state row n of one forward step, in place: h = exp(dt A) h + u B_n, y += h C_n (restrict, as above)
 static inline void fwd_row(int64_t D, float bn, float cn, const float *__restrict__ An, const float *__restrict__ dt,
                            const float *__restrict__ u, float *__restrict__ hn, float *__restrict__ yt) {
   for (int64_t d = 0; d < D; ++d) {
@@ -125,12 +204,16 @@ static inline void rec_row(int64_t D, float bn, const float *__restrict__ An, co
 
 // The state of one sequence is kept state-major, h[n][d] (d contiguous): every inner loop runs over
 // d (D wide, vectorised with no horizontal sum); the sums over n accumulate into D-vectors, and only
-// the backward's sums over d (the gradients of B and C) reduce, once per (t, n).
+// the backward's sums over d (the gradients of B, C and the scale) reduce, once per (t, n) or per t.
+// Dv, bias: [D] (zeros when absent); scale: [nb, L] (ones when absent); z: [nb, L, D] or empty.
 std::vector<torch::Tensor> scan_fwd(torch::Tensor x, torch::Tensor delta, torch::Tensor A, torch::Tensor B,
-                                    torch::Tensor C, bool reverse, int64_t K) {
+                                    torch::Tensor C, torch::Tensor Dv, torch::Tensor bias, torch::Tensor scale,
+                                    torch::Tensor z, bool softplus, bool reverse, int64_t K) {
   const int64_t nb = x.size(0), L = x.size(1), D = x.size(2), N = A.size(1);
   const int64_t nseg = (L + K - 1) / K;
+  const bool gated = z.numel() > 0;
   auto y = torch::empty({nb, L, D}, x.options());
+  auto ypre = gated ? torch::empty({nb, L, D}, x.options()) : torch::empty({0}, x.options());
   auto hs = torch::empty({nb, nseg, N, D}, x.options());
   auto At = A.t().contiguous();  // [N, D]
   const float *__restrict__ px = x.data_ptr<float>();
@@ -138,100 +221,219 @@ std::vector<torch::Tensor> scan_fwd(torch::Tensor x, torch::Tensor delta, torch:
   const float *__restrict__ pA = At.data_ptr<float>();
   const float *__restrict__ pB = B.data_ptr<float>();
   const float *__restrict__ pC = C.data_ptr<float>();
+  const float *__restrict__ pDv = Dv.data_ptr<float>();
+  const float *__restrict__ pbias = bias.data_ptr<float>();
+  const float *__restrict__ pscale = scale.data_ptr<float>();
+  const float *pz = gated ? z.data_ptr<float>() : nullptr;
+  float *pypre = gated ? ypre.data_ptr<float>() : nullptr;
   float *__restrict__ py = y.data_ptr<float>();
   float *__restrict__ phs = hs.data_ptr<float>();
   at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> hv(N * D), uv(D);
+    std::vector<float> hv(N * D), uv(D), dtv(D), spv(D);
     float *__restrict__ h = hv.data();
-    float *__restrict__ u = uv.data();
     for (int64_t b = b0; b < b1; ++b) {
       std::fill(hv.begin(), hv.end(), 0.f);
       for (int64_t s = 0; s < L; ++s) {
         if (s % K == 0) std::copy(hv.begin(), hv.end(), phs + (b * nseg + s / K) * N * D);
-        const int64_t t = at_pos(s, L, reverse);
-        const float *__restrict__ xt = px + (b * L + t) * D;
-        const float *__restrict__ dt = pd + (b * L + t) * D;
+        const int64_t t = at_pos(s, L, reverse), row = (b * L + t) * D;
         const float *__restrict__ Bt = pB + (b * L + t) * N;
         const float *__restrict__ Ct = pC + (b * L + t) * N;
-        float *__restrict__ yt = py + (b * L + t) * D;
-        for (int64_t d = 0; d < D; ++d) { u[d] = dt[d] * xt[d]; yt[d] = 0.f; }
-        for (int64_t n = 0; n < N; ++n) fwd_row(D, Bt[n], Ct[n], pA + n * D, dt, u, h + n * D, yt);
+        float *__restrict__ yt = py + row;
+        prep_row(D, softplus, pscale[b * L + t], pd + row, pbias, px + row, spv.data(), dtv.data(), uv.data());
+        std::fill(yt, yt + D, 0.f);
+        for (int64_t n = 0; n < N; ++n) fwd_row(D, Bt[n], Ct[n], pA + n * D, dtv.data(), uv.data(), h + n * D, yt);
+        finish_row(D, px + row, pDv, gated ? pz + row : nullptr, yt, gated ? pypre + row : nullptr);
       }
     }
   });
-  return {y, hs};
+  return {y, hs, ypre};
 }
 
 std::vector<torch::Tensor> scan_bwd(torch::Tensor x, torch::Tensor delta, torch::Tensor A, torch::Tensor B,
-                                    torch::Tensor C, torch::Tensor gy, torch::Tensor hs, bool reverse, int64_t K) {
+                                    torch::Tensor C, torch::Tensor Dv, torch::Tensor bias, torch::Tensor scale,
+                                    torch::Tensor z, torch::Tensor ypre, torch::Tensor gy, torch::Tensor hs,
+                                    bool softplus, bool reverse, int64_t K) {
   const int64_t nb = x.size(0), L = x.size(1), D = x.size(2), N = A.size(1);
   const int64_t nseg = (L + K - 1) / K;
+  const bool gated = z.numel() > 0;
   auto gx = torch::empty_like(x), gd = torch::empty_like(delta);
   auto gB = torch::empty_like(B), gC = torch::empty_like(C);
+  auto gscale = torch::empty({nb, L}, x.options());
+  auto gz = gated ? torch::empty_like(z) : torch::empty({0}, x.options());
   auto gAb = torch::zeros({nb, N, D}, A.options());
+  auto gDb = torch::zeros({nb, D}, A.options()), gbb = torch::zeros({nb, D}, A.options());
   auto At = A.t().contiguous();  // [N, D]
   const float *__restrict__ px = x.data_ptr<float>();
   const float *__restrict__ pd = delta.data_ptr<float>();
   const float *__restrict__ pA = At.data_ptr<float>();
   const float *__restrict__ pB = B.data_ptr<float>();
   const float *__restrict__ pC = C.data_ptr<float>();
+  const float *__restrict__ pDv = Dv.data_ptr<float>();
+  const float *__restrict__ pbias = bias.data_ptr<float>();
+  const float *__restrict__ pscale = scale.data_ptr<float>();
+  const float *pz = gated ? z.data_ptr<float>() : nullptr;
+  const float *pypre = gated ? ypre.data_ptr<float>() : nullptr;
   const float *__restrict__ pgy = gy.data_ptr<float>();
   const float *__restrict__ phs = hs.data_ptr<float>();
   float *__restrict__ pgx = gx.data_ptr<float>();
   float *__restrict__ pgd = gd.data_ptr<float>();
   float *__restrict__ pgB = gB.data_ptr<float>();
   float *__restrict__ pgC = gC.data_ptr<float>();
+  float *__restrict__ pgs = gscale.data_ptr<float>();
+  float *pgz = gated ? gz.data_ptr<float>() : nullptr;
   float *__restrict__ pgAb = gAb.data_ptr<float>();
+  float *__restrict__ pgDb = gDb.data_ptr<float>();
+  float *__restrict__ pgbb = gbb.data_ptr<float>();
   at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> hbuf((K + 1) * N * D), Gv(N * D), sgb(D), sqa(D), uv(D);
+    std::vector<float> hbuf((K + 1) * N * D), Gv(N * D), sgb(D), sqa(D), gpv(D);
+    std::vector<float> ubuf(K * D), dtbuf(K * D), spbuf(K * D);
     float *__restrict__ G = Gv.data();  // a_{t+1} G_{t+1}, carried backwards
-    float *__restrict__ sum_gb = sgb.data();
-    float *__restrict__ sum_qa = sqa.data();
-    float *__restrict__ u = uv.data();
     for (int64_t b = b0; b < b1; ++b) {
       std::fill(Gv.begin(), Gv.end(), 0.f);
       float *__restrict__ gA = pgAb + b * N * D;
       for (int64_t seg = nseg - 1; seg >= 0; --seg) {
         const int64_t s0 = seg * K, s1 = std::min(L, s0 + K);
         std::copy(phs + (b * nseg + seg) * N * D, phs + (b * nseg + seg + 1) * N * D, hbuf.begin());
-        for (int64_t s = s0; s < s1; ++s) {  // recompute the segment's states
-          const int64_t t = at_pos(s, L, reverse);
-          const float *__restrict__ xt = px + (b * L + t) * D;
-          const float *__restrict__ dt = pd + (b * L + t) * D;
+        for (int64_t s = s0; s < s1; ++s) {  // recompute the segment's step sizes and states
+          const int64_t t = at_pos(s, L, reverse), row = (b * L + t) * D, k = (s - s0) * D;
           const float *__restrict__ Bt = pB + (b * L + t) * N;
           const float *__restrict__ hp = hbuf.data() + (s - s0) * N * D;
           float *__restrict__ hc = hbuf.data() + (s - s0 + 1) * N * D;
-          for (int64_t d = 0; d < D; ++d) u[d] = dt[d] * xt[d];
-          for (int64_t n = 0; n < N; ++n) rec_row(D, Bt[n], pA + n * D, dt, u, hp + n * D, hc + n * D);
+          prep_row(D, softplus, pscale[b * L + t], pd + row, pbias, px + row, spbuf.data() + k, dtbuf.data() + k,
+                   ubuf.data() + k);
+          for (int64_t n = 0; n < N; ++n) rec_row(D, Bt[n], pA + n * D, dtbuf.data() + k, ubuf.data() + k,
+                                                  hp + n * D, hc + n * D);
         }
         for (int64_t s = s1 - 1; s >= s0; --s) {
-          const int64_t t = at_pos(s, L, reverse);
-          const float *__restrict__ xt = px + (b * L + t) * D;
-          const float *__restrict__ dt = pd + (b * L + t) * D;
-          const float *__restrict__ gyt = pgy + (b * L + t) * D;
+          const int64_t t = at_pos(s, L, reverse), row = (b * L + t) * D, k = (s - s0) * D;
           const float *__restrict__ Bt = pB + (b * L + t) * N;
           const float *__restrict__ Ct = pC + (b * L + t) * N;
           const float *__restrict__ hp = hbuf.data() + (s - s0) * N * D;
           const float *__restrict__ hc = hbuf.data() + (s - s0 + 1) * N * D;
-          for (int64_t d = 0; d < D; ++d) { u[d] = dt[d] * xt[d]; sum_gb[d] = 0.f; sum_qa[d] = 0.f; }
+          const float *gp = pgy + row;
+          if (gated) {
+            gate_grad_row(D, pgy + row, pz + row, pypre + row, gpv.data(), pgz + row);
+            gp = gpv.data();
+          }
+          std::fill(sgb.begin(), sgb.end(), 0.f);
+          std::fill(sqa.begin(), sqa.end(), 0.f);
           for (int64_t n = 0; n < N; ++n) {
             float out[2];
-            bwd_row(D, Bt[n], Ct[n], pA + n * D, dt, gyt, u, hp + n * D, hc + n * D, G + n * D, gA + n * D,
-                    sum_gb, sum_qa, out);
+            bwd_row(D, Bt[n], Ct[n], pA + n * D, dtbuf.data() + k, gp, ubuf.data() + k, hp + n * D, hc + n * D,
+                    G + n * D, gA + n * D, sgb.data(), sqa.data(), out);
             pgC[(b * L + t) * N + n] = out[0];
             pgB[(b * L + t) * N + n] = out[1];
           }
-          float *__restrict__ gxt = pgx + (b * L + t) * D;
-          float *__restrict__ gdt = pgd + (b * L + t) * D;
-          for (int64_t d = 0; d < D; ++d) {
-            gxt[d] = dt[d] * sum_gb[d];
-            gdt[d] = xt[d] * sum_gb[d] + sum_qa[d];
-          }
+          pgs[b * L + t] = post_row(D, softplus, pscale[b * L + t], pd + row, pbias, px + row, pDv, spbuf.data() + k,
+                                    dtbuf.data() + k, gp, sgb.data(), sqa.data(), pgx + row, pgd + row,
+                                    pgbb + b * D, pgDb + b * D);
         }
       }
     }
   });
-  return {gx, gd, gAb.sum(0).t().contiguous(), gB, gC};
+  return {gx, gd, gAb.sum(0).t().contiguous(), gB, gC, gDb.sum(0), gbb.sum(0), gscale, gz};
+}
+
+// The depthwise causal convolution of tabzoo.kernels.causal_conv (token-major, fp32):
+// pre[t] = bias + sum_k w[k] x[t -+ (K-1-k)], out[t] = act(pre[t]) mask[t]; wT [K, D], mask [nb, L].
+static inline void conv_pre_row(int64_t D, int64_t K, int64_t L, int64_t t, bool rev, const float *__restrict__ xb,
+                                const float *__restrict__ w, const float *__restrict__ bias, float *__restrict__ pre) {
+  for (int64_t d = 0; d < D; ++d) pre[d] = bias[d];
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t src = rev ? t + (K - 1 - k) : t - (K - 1 - k);
+    if (src < 0 || src >= L) continue;
+    const float *__restrict__ xs = xb + src * D;
+    const float *__restrict__ wk = w + k * D;
+    for (int64_t d = 0; d < D; ++d) pre[d] += wk[d] * xs[d];
+  }
+}
+
+static inline void conv_act_row(int64_t D, bool silu, float m, const float *__restrict__ pre, float *__restrict__ out) {
+  if (silu) {
+    for (int64_t d = 0; d < D; ++d) out[d] = pre[d] * sigmoid_f(pre[d]) * m;
+  } else {
+    for (int64_t d = 0; d < D; ++d) out[d] = pre[d] * m;
+  }
+}
+
+// gp = g m act'(pre); returns sum_d g act(pre) (the gradient of the mask)
+static inline float conv_grad_row(int64_t D, bool silu, float m, const float *__restrict__ pre,
+                                  const float *__restrict__ g, float *__restrict__ gp, float *__restrict__ gbias) {
+  float gm = 0.f;
+  if (silu) {
+    for (int64_t d = 0; d < D; ++d) {
+      const float sg = sigmoid_f(pre[d]);
+      gm += g[d] * pre[d] * sg;
+      gp[d] = g[d] * m * sg * (1.f + pre[d] * (1.f - sg));
+    }
+  } else {
+    for (int64_t d = 0; d < D; ++d) { gm += g[d] * pre[d]; gp[d] = g[d] * m; }
+  }
+  for (int64_t d = 0; d < D; ++d) gbias[d] += gp[d];
+  return gm;
+}
+
+torch::Tensor conv_fwd(torch::Tensor x, torch::Tensor wT, torch::Tensor bias, torch::Tensor mask, bool silu,
+                       bool reverse) {
+  const int64_t nb = x.size(0), L = x.size(1), D = x.size(2), K = wT.size(0);
+  auto out = torch::empty_like(x);
+  const float *__restrict__ px = x.data_ptr<float>();
+  const float *__restrict__ pw = wT.data_ptr<float>();
+  const float *__restrict__ pb = bias.data_ptr<float>();
+  const float *__restrict__ pm = mask.data_ptr<float>();
+  float *__restrict__ po = out.data_ptr<float>();
+  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> pre(D);
+    for (int64_t b = b0; b < b1; ++b) {
+      for (int64_t t = 0; t < L; ++t) {
+        conv_pre_row(D, K, L, t, reverse, px + b * L * D, pw, pb, pre.data());
+        conv_act_row(D, silu, pm[b * L + t], pre.data(), po + (b * L + t) * D);
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<torch::Tensor> conv_bwd(torch::Tensor x, torch::Tensor wT, torch::Tensor bias, torch::Tensor mask,
+                                    torch::Tensor g, bool silu, bool reverse) {
+  const int64_t nb = x.size(0), L = x.size(1), D = x.size(2), K = wT.size(0);
+  auto gx = torch::empty_like(x);
+  auto gm = torch::empty_like(mask);
+  auto gwb = torch::zeros({nb, K, D}, x.options()), gbb = torch::zeros({nb, D}, x.options());
+  const float *__restrict__ px = x.data_ptr<float>();
+  const float *__restrict__ pw = wT.data_ptr<float>();
+  const float *__restrict__ pb = bias.data_ptr<float>();
+  const float *__restrict__ pm = mask.data_ptr<float>();
+  const float *__restrict__ pg = g.data_ptr<float>();
+  float *__restrict__ pgx = gx.data_ptr<float>();
+  float *__restrict__ pgm = gm.data_ptr<float>();
+  float *__restrict__ pgw = gwb.data_ptr<float>();
+  float *__restrict__ pgb = gbb.data_ptr<float>();
+  at::parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> pre(D), gp(L * D);
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *__restrict__ xb = px + b * L * D;
+      for (int64_t t = 0; t < L; ++t) {  // the gradient reaching each pre-activation
+        conv_pre_row(D, K, L, t, reverse, xb, pw, pb, pre.data());
+        pgm[b * L + t] = conv_grad_row(D, silu, pm[b * L + t], pre.data(), pg + (b * L + t) * D, gp.data() + t * D,
+                                       pgb + b * D);
+      }
+      for (int64_t s = 0; s < L; ++s) {  // x[s] fed tap k of position s +- (K-1-k)
+        float *__restrict__ gxs = pgx + (b * L + s) * D;
+        const float *__restrict__ xs = xb + s * D;
+        for (int64_t d = 0; d < D; ++d) gxs[d] = 0.f;
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t t = reverse ? s - (K - 1 - k) : s + (K - 1 - k);
+          if (t < 0 || t >= L) continue;
+          const float *__restrict__ gpt = gp.data() + t * D;
+          const float *__restrict__ wk = pw + k * D;
+          float *__restrict__ gwk = pgw + (b * K + k) * D;
+          for (int64_t d = 0; d < D; ++d) { gxs[d] += wk[d] * gpt[d]; gwk[d] += gpt[d] * xs[d]; }
+        }
+      }
+    }
+  });
+  return {gx, gwb.sum(0), gbb.sum(0), gm};
 }
 """
 
@@ -265,7 +467,7 @@ def build(verbose: bool = False) -> Any:
     from torch.utils.cpp_extension import load_inline
 
     build_directory().mkdir(parents=True, exist_ok=True)
-    return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd"],
+    return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd", "conv_fwd", "conv_bwd"],
                        extra_cflags=["-O3", "-march=native", "-ffast-math", "-fno-finite-math-only"],
                        build_directory=str(build_directory()), verbose=verbose)
 
@@ -319,25 +521,40 @@ def available() -> bool:
 class _Scan(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                reverse: bool) -> torch.Tensor:
-        ins = [t.float().contiguous() for t in (x, delta, A, B, C)]
-        y, hs = _module().scan_fwd(*ins, reverse, SEGMENT)
-        ctx.save_for_backward(*ins, hs)
-        ctx.reverse, ctx.dtypes = reverse, tuple(t.dtype for t in (x, delta, A, B, C))
-        return y
+                D: torch.Tensor | None, delta_bias: torch.Tensor | None, delta_scale: torch.Tensor | None,
+                z: torch.Tensor | None, delta_softplus: bool, reverse: bool) -> torch.Tensor:
+        f32 = lambda t: t.float().contiguous()  # noqa: E731
+        d = x.shape[-1]
+        ins = [f32(t) for t in (x, delta, A, B, C)]
+        extra = [f32(D) if D is not None else x.new_zeros(d, dtype=torch.float32),
+                 f32(delta_bias) if delta_bias is not None else x.new_zeros(d, dtype=torch.float32),
+                 f32(delta_scale) if delta_scale is not None else x.new_ones(x.shape[:2], dtype=torch.float32),
+                 f32(z) if z is not None else x.new_empty(0, dtype=torch.float32)]
+        y, hs, ypre = _module().scan_fwd(*ins, *extra, bool(delta_softplus), reverse, SEGMENT)
+        ctx.save_for_backward(*ins, *extra, ypre, hs)
+        ctx.flags = (bool(delta_softplus), reverse)
+        ctx.given = (D, delta_bias, delta_scale, z)
+        ctx.dtypes = tuple(t.dtype if t is not None else None for t in (x, delta, A, B, C, D, delta_bias, delta_scale, z))
+        return y.to(x.dtype)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        x, delta, A, B, C, hs = ctx.saved_tensors
-        grads = _module().scan_bwd(x, delta, A, B, C, gy.float().contiguous(), hs, ctx.reverse, SEGMENT)
-        return (*(g.to(dt) for g, dt in zip(grads, ctx.dtypes, strict=True)), None)
+        x, delta, A, B, C, dv, bias, scale, z, ypre, hs = ctx.saved_tensors
+        softplus, reverse = ctx.flags
+        gx, gd, ga, gb, gc, g_dv, g_bias, g_scale, g_z = _module().scan_bwd(
+            x, delta, A, B, C, dv, bias, scale, z, ypre, gy.float().contiguous(), hs, softplus, reverse, SEGMENT)
+        grads = [gx, gd, ga, gb, gc, g_dv, g_bias, g_scale, g_z]
+        out: list[torch.Tensor | None] = [g.to(dt) if dt is not None else None
+                                          for g, dt in zip(grads, ctx.dtypes, strict=True)]
+        return (*out, None, None)
 
 
 def selective_scan_cpu(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                       D: torch.Tensor | None = None, reverse: bool = False) -> torch.Tensor:
-    """The compiled one-pass scan (see the module docstring): ``[batch, L, D]`` in the dtype of ``x``."""
-    y = _Scan.apply(x, delta, A, B, C, bool(reverse))
-    if D is not None:
-        y = y + D.float() * x.float()
-    return y.to(x.dtype)
+                       D: torch.Tensor | None = None, reverse: bool = False, delta_bias: torch.Tensor | None = None,
+                       delta_softplus: bool = False, delta_scale: torch.Tensor | None = None,
+                       z: torch.Tensor | None = None) -> torch.Tensor:
+    """The compiled one-pass scan (see the module docstring), with the step-size prologue
+    (``delta_bias``, ``delta_softplus``, ``delta_scale``), the ``D`` skip and the ``silu(z)``
+    gate computed inside it: ``[batch, L, D]`` in the dtype of ``x``."""
+    return _Scan.apply(x, delta, A, B, C, D, delta_bias, delta_scale, z, bool(delta_softplus), bool(reverse))

@@ -5,6 +5,13 @@ For every batch element, channel ``d`` and state ``n`` (state ``h: [batch, D, N]
     h_t = exp(delta_t * A) * h_{t-1} + (delta_t * x_t) B_t       (h_{-1} = 0)
     y_t = <h_t, C_t> + D * x_t
 
+Optional, as in Mamba's kernel (the defaults leave the recurrence above unchanged): the step
+size is ``delta = f(delta + delta_bias) * delta_scale`` (``f`` = softplus when ``delta_softplus``,
+else the identity; ``delta_scale`` one number per position) and the output is gated,
+``y * silu(z)``. The ``cpu_fused`` backend computes these inside its one pass (forward and
+backward); for every other backend the op computes them around the backend's call in torch, so
+every backend gives the same numbers.
+
 ``reverse=True`` runs from ``t = L-1`` down to 0 (flip, scan, flip). Any real ``A`` is accepted:
 negative entries decay (the usual, stable case); positive entries make the state grow
 exponentially and both backends compute that growth faithfully (no log-space division is used,
@@ -27,13 +34,21 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from tabzoo.errors import TabzooInputError
 from tabzoo.kernels import scan_cpu
-from tabzoo.kernels.op_registry import Backend, Cost, define_op, dispatch, register_backend
+from tabzoo.kernels.op_registry import (
+    Backend,
+    Cost,
+    define_op,
+    dispatch,
+    register_backend,
+    select_backend,
+)
 from tabzoo.kernels.scan_chunked import default_chunk_length, selective_scan_chunked
 
-__all__ = ["selective_scan", "default_chunk_length"]
+__all__ = ["selective_scan", "default_chunk_length", "scan_prologue", "scan_epilogue"]
 
 OP = "selective_scan"
 
@@ -62,6 +77,20 @@ def _validate(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Te
         raise TabzooInputError("selective_scan: the sequence is empty (L = 0); pass at least one position")
 
 
+def _validate_fused(x: torch.Tensor, delta_bias: torch.Tensor | None, delta_scale: torch.Tensor | None,
+                    z: torch.Tensor | None) -> None:
+    b, length, d = x.shape
+    for name, t, shape in (("delta_bias", delta_bias, (d,)), ("delta_scale", delta_scale, (b, length)),
+                           ("z", z, (b, length, d))):
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor) or tuple(t.shape) != shape or not t.is_floating_point():
+            raise TabzooInputError(
+                f"selective_scan: {name} must be a floating tensor of shape {list(shape)} to match x {list(x.shape)}; "
+                f"got {getattr(t, 'dtype', type(t).__name__)} {list(getattr(t, 'shape', []))}"
+            )
+
+
 def _finish(y: torch.Tensor, x: torch.Tensor, D: torch.Tensor | None) -> torch.Tensor:
     if D is not None:
         y = y + D.float() * x.float()
@@ -86,6 +115,26 @@ def selective_scan_reference(x: torch.Tensor, delta: torch.Tensor, A: torch.Tens
     return _finish(torch.stack(ys, dim=1), x, D)
 
 
+def scan_prologue(delta: torch.Tensor, delta_bias: torch.Tensor | None = None, delta_softplus: bool = False,
+                  delta_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """The step size in torch: ``f(delta + delta_bias) * delta_scale[..., None]`` (``f`` = softplus
+    when ``delta_softplus``); ``delta [batch, L, D]``, ``delta_bias [D]``, ``delta_scale [batch, L]``."""
+    if delta_bias is not None:
+        delta = delta + delta_bias
+    if delta_softplus:
+        delta = F.softplus(delta)
+    return delta if delta_scale is None else delta * delta_scale[..., None]
+
+
+def scan_epilogue(y: torch.Tensor, z: torch.Tensor | None) -> torch.Tensor:
+    """The output gate in torch: ``y * silu(z)`` (``[batch, L, D]``), or ``y`` when ``z`` is None."""
+    return y if z is None else (y.float() * F.silu(z.float())).to(y.dtype)
+
+
+#: backends whose function takes ``delta_bias, delta_softplus, delta_scale, z`` itself
+FUSING_BACKENDS = frozenset({"cpu_fused"})
+
+
 def _cost(passes: float) -> Any:
     def cost(inputs: Mapping[str, Any]) -> Cost:
         x, A = inputs["x"], inputs["A"]
@@ -106,18 +155,35 @@ register_backend(Backend("cpu_fused", OP, scan_cpu.selective_scan_cpu, priority=
 
 
 def selective_scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   D: torch.Tensor | None = None, reverse: bool = False) -> torch.Tensor:
+                   D: torch.Tensor | None = None, reverse: bool = False, *, delta_bias: torch.Tensor | None = None,
+                   delta_softplus: bool = False, delta_scale: torch.Tensor | None = None,
+                   z: torch.Tensor | None = None) -> torch.Tensor:
     """Diagonal selective scan (Mamba's S6 recurrence).
 
     :param x: ``[batch, L, D]`` input.
-    :param delta: ``[batch, L, D]`` step sizes (normally positive, e.g. after softplus).
+    :param delta: ``[batch, L, D]`` step sizes (normally positive, e.g. after softplus), or the raw
+        step sizes that ``delta_bias`` / ``delta_softplus`` / ``delta_scale`` turn into them.
     :param A: ``[D, N]`` continuous-time state matrix (diagonal); normally negative.
     :param B: ``[batch, L, N]`` input projection per position.
     :param C: ``[batch, L, N]`` output projection per position.
     :param D: ``[D]`` skip connection, optional.
     :param reverse: scan from the last position to the first.
+    :param delta_bias: ``[D]`` added to ``delta`` first, optional.
+    :param delta_softplus: apply softplus to ``delta (+ delta_bias)``.
+    :param delta_scale: ``[batch, L]`` multiplies the step size of each position last, optional
+        (0 leaves the state unchanged there).
+    :param z: ``[batch, L, D]`` output gate: the result is ``y * silu(z)``, optional.
     :returns: ``[batch, L, D]`` in the dtype of ``x``.
     :raises TabzooInputError: on inconsistent shapes or non-floating inputs.
     """
     _validate(x, delta, A, B, C, D)
-    return dispatch(OP, {"x": x, "delta": delta, "A": A, "B": B, "C": C, "D": D, "reverse": bool(reverse)})
+    inputs = {"x": x, "delta": delta, "A": A, "B": B, "C": C, "D": D, "reverse": bool(reverse)}
+    if delta_bias is None and not delta_softplus and delta_scale is None and z is None:
+        return dispatch(OP, inputs)
+    _validate_fused(x, delta_bias, delta_scale, z)
+    backend = select_backend(OP, **inputs)
+    if backend.name in FUSING_BACKENDS:
+        return backend.fn(**inputs, delta_bias=delta_bias, delta_softplus=bool(delta_softplus),
+                          delta_scale=delta_scale, z=z)
+    y = backend.fn(**{**inputs, "delta": scan_prologue(delta, delta_bias, delta_softplus, delta_scale)})
+    return scan_epilogue(y, z)

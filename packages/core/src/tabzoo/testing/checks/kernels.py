@@ -83,7 +83,24 @@ def selective_scan_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[st
     }
 
 
+def causal_conv1d_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str, Any]:
+    """x ``[batch, L, D]``, weight ``[D, K]``, bias ``[D]`` or None, mask ``[batch, L]`` (zeros
+    included) or None, either direction, SiLU or none."""
+    rnd, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    b, length, d, k = rnd.randint(1, 2), rnd.randint(1, 12), rnd.randint(1, 6), rnd.randint(1, 4)
+    mask = (torch.rand(b, length, generator=g) > 0.3).to(device=device, dtype=dtype)
+    return {
+        "x": _randn(g, b, length, d, dtype=dtype, device=device),
+        "weight": _randn(g, d, k, dtype=dtype, device=device),
+        "bias": rnd.choice([None, _randn(g, d, dtype=dtype, device=device)]),
+        "reverse": rnd.random() < 0.5,
+        "activation": rnd.choice([None, "silu"]),
+        "mask": rnd.choice([None, mask]),
+    }
+
+
 INPUT_GENERATORS: dict[str, InputGen] = {
+    "causal_conv1d": causal_conv1d_inputs,
     "masked_attention": masked_attention_inputs,
     "linear_attention": linear_attention_inputs,
     "selective_scan": selective_scan_inputs,

@@ -1,0 +1,103 @@
+"""Issue 27 (speed): the scaling figures that ``packages/ramba/README.md`` quotes are read from
+their committed result files here; a README figure that its JSON does not give fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SCALING = RESULTS / "ramba-scaling-fused-short-2026-11-28.json"
+MID = RESULTS / "ramba-scaling-fused-mid-2026-11-28.json"
+BEFORE = RESULTS / "ramba-scaling-scanv3-2026-11-28.json"
+BREAKDOWN_BEFORE = RESULTS / "ramba-breakdown-2026-11-28.json"
+README = ROOT / "packages" / "ramba" / "README.md"
+
+
+def _ratios(rows: list[dict], key: str, lengths: list[int] | None = None) -> str:
+    return " / ".join(f"{r[key]:.2f}" for r in rows if lengths is None or r["L"] in lengths)
+
+
+def _figures() -> list[tuple[str, str]]:
+    """(what, the text the README must hold) for each quoted speed figure."""
+    res = json.loads(SCALING.read_text())
+    sc, rows = res["scaling"], res["scaling"]["rows"]
+    ns = [r["L"] for r in rows]
+    slopes = sc["slopes"]
+    before = json.loads(BEFORE.read_text())["scaling"]
+    bd = res["breakdown"]["rows"][0]
+    bd0 = json.loads(BREAKDOWN_BEFORE.read_text())["breakdown"]["rows"][0]
+    last = before["rows"][-1]
+    per_token = (rows[0]["ramba_peak_bytes"] / rows[0]["L"] / 1e3, rows[0]["ramba_fwdbwd_peak_bytes"] / rows[0]["L"] / 1e3)
+    held = bd["fwdbwd_embed_and_gates"] + 2 * (bd["fwdbwd_intra_attention_per_block"] + bd["fwdbwd_rel_attention_per_block"])
+    return [
+        ("lengths", "at " + " / ".join(f"{n:,}" for n in ns) + " tokens"),
+        ("dense/Ramba forward", f"forward **{_ratios(rows, 'dense_over_ramba_cpu_s')}**"),
+        ("dense/Ramba forward + backward", f"forward + backward **{_ratios(rows, 'dense_over_ramba_fwdbwd_cpu_s')}**"),
+        ("the previous run", f"{_ratios(before['rows'], 'dense_over_ramba_cpu_s', ns)} and "
+                             f"{_ratios(before['rows'], 'dense_over_ramba_fwdbwd_cpu_s', ns)})"),
+        ("plugin dense variant/Ramba", f"{_ratios(rows, 'dense_mixer_over_ramba_cpu_s')} and "
+                                       f"{_ratios(rows, 'dense_mixer_over_ramba_fwdbwd_cpu_s')}."),
+        ("time slopes", f"Slopes {slopes['ramba_cpu_s']:.2f} (forward) and {slopes['ramba_fwdbwd_cpu_s']:.2f}"),
+        ("memory slopes", f"memory slope {slopes['ramba_peak_bytes']:.2f} / {slopes['ramba_fwdbwd_peak_bytes']:.2f}"),
+        ("memory per token", f"({per_token[0]:.1f} KB per token forward, {per_token[1]:.0f} KB forward + backward)"),
+        ("matmul peak", f"fp32 matmul {res['matmul_gflops']['fp32']:.0f} GFLOP/s in the same run"),
+        ("SSM per block", f"SSM now takes {bd['ssm_per_block']:.2f} ms forward (was {bd0['ssm_per_block']:.2f}) and "
+                          f"{bd['fwdbwd_ssm_per_block']:.2f} ms forward + backward (was {bd0['fwdbwd_ssm_per_block']:.2f})"),
+        ("one direction", f"one direction {bd['ssm_direction']:.2f} ms forward (was {bd0['ssm_direction']:.2f})"),
+        ("what the attentions and embedding take", f"({bd['fwdbwd_intra_attention_per_block']:.2f} + "
+         f"{bd['fwdbwd_rel_attention_per_block']:.2f} ms per block, forward + backward) and the embedding with the "
+         f"gates ({bd['fwdbwd_embed_and_gates']:.2f} ms) already take {held:.1f} ms of Ramba's {bd['fwdbwd_total']:.1f}, "
+         f"against the whole dense transformer's {bd['fwdbwd_dense_total']:.1f}"),
+        ("their forward", f"(forward: {bd['intra_attention_per_block']:.2f} + {bd['rel_attention_per_block']:.2f} per "
+                          f"block and {bd['embed']:.2f}, against dense's {bd['dense_total']:.1f} of {bd['total']:.1f})"),
+        ("16k ratios of the previous run", f"{last['dense_over_ramba_cpu_s']:.2f} forward and "
+                                           f"{last['dense_over_ramba_fwdbwd_cpu_s']:.2f} forward + backward"),
+        ("slopes of the previous run", f"slopes {before['slopes']['ramba_cpu_s']:.2f} / "
+                                       f"{before['slopes']['ramba_fwdbwd_cpu_s']:.2f}, memory "
+                                       f"{before['slopes']['ramba_peak_bytes']:.2f} / "
+                                       f"{before['slopes']['ramba_fwdbwd_peak_bytes']:.2f})"),
+    ]
+
+
+def _mid_figures() -> list[tuple[str, str]]:
+    """The second run, 4,096 and 8,192 tokens."""
+    res = json.loads(MID.read_text())
+    sc, rows = res["scaling"], res["scaling"]["rows"]
+    slopes = sc["slopes"]
+    kb = " and ".join(f"{rows[0][k] / rows[0]['L'] / 1e3:.{p}f}" for k, p in (("ramba_peak_bytes", 1),
+                                                                             ("ramba_fwdbwd_peak_bytes", 0)))
+    return [
+        ("mid lengths", "At " + " / ".join(f"{r['L']:,}" for r in rows) + " tokens"),
+        ("mid matmul peak", f"fp32 matmul {res['matmul_gflops']['fp32']:.0f} GFLOP/s): forward"),
+        ("mid forward", f"forward **{_ratios(rows, 'dense_over_ramba_cpu_s')}**, forward + backward "
+                        f"**{_ratios(rows, 'dense_over_ramba_fwdbwd_cpu_s')}**"),
+        ("mid dense variant", f"against the plugin's dense variant {_ratios(rows, 'dense_mixer_over_ramba_cpu_s')} and "
+                              f"{_ratios(rows, 'dense_mixer_over_ramba_fwdbwd_cpu_s')}; slopes "
+                              f"{slopes['ramba_cpu_s']:.2f} / {slopes['ramba_fwdbwd_cpu_s']:.2f}, memory "
+                              f"{slopes['ramba_peak_bytes']:.2f} / {slopes['ramba_fwdbwd_peak_bytes']:.2f} ({kb} KB per token)"),
+    ]
+
+
+def test_five_times_dense_already_at_8192() -> None:
+    """The README's ">= 5x already holds at 8,192", forward and forward + backward."""
+    row = json.loads(MID.read_text())["scaling"]["rows"][-1]
+    assert row["L"] == 8192 and min(row["dense_over_ramba_cpu_s"], row["dense_over_ramba_fwdbwd_cpu_s"]) >= 5.0
+    assert ">= 5x already holds at 8,192" in " ".join(README.read_text().split())
+
+
+@pytest.mark.parametrize(("what", "text"), _figures() + _mid_figures())
+def test_readme_speed_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def test_the_crossover_the_readme_names_lies_between_the_measured_lengths() -> None:
+    """~1,000 tokens forward + backward: below 1,024 Ramba is slower, from 1,024 on it is faster."""
+    rows = json.loads(SCALING.read_text())["scaling"]["rows"]
+    ratio = {r["L"]: r["dense_over_ramba_fwdbwd_cpu_s"] for r in rows}
+    assert ratio[512] < 1.0 <= ratio[1024] < ratio[2048]
+    assert "crossover moves to ~1,000 tokens forward + backward" in " ".join(README.read_text().split())
