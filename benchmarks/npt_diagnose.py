@@ -70,7 +70,7 @@ def run(table: str, settings: dict[str, Any], linear: bool = True) -> dict[str, 
     cls = NPTClassifier if spec.task == "classification" else NPTRegressor
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    est = cls(**kwargs, random_state=0)
+    est = cls(**({"random_state": 0} | kwargs))  # --set random_state=N: another init and holdout
     yt = y.iloc[tr].to_numpy() if spec.task == "classification" else y.iloc[tr].to_numpy(dtype=float)
     est.fit(X.iloc[tr], yt)
     fit_s = time.perf_counter() - t0
