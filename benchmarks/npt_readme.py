@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "npt" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
 #: the suite with NPT's estimator defaults (issue 25, Deliver 6), and the earlier run with the cut budget
-SUITE = "realdata-npt-2026-11-28-defaults.json"
+SUITE = "realdata-npt-2026-11-28-defaults-3split.json"
 SUITE_CUT = "realdata-npt-2026-11-27-3split.json"
 PEERS = {"classification": [("linear", "LogisticRegression")], "regression": [("linear", "Ridge")]}
 COMMON = [("random_forest", "RandomForest"), ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"),
