@@ -63,13 +63,14 @@ def combine(old: str, new: list[str], model: str = "npt") -> list[dict[str, Any]
 
 
 def wins(result: dict[str, Any], model: str = "npt") -> dict[str, dict[str, Any]]:
-    """Per task and peer: tables where ``model`` beats / ties / loses to the peer on the primary metric."""
-    by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    """Per task and peer: (table, split) pairs where ``model`` beats / ties / loses to the peer on
+    the primary metric (every split; it read split 0 only before the 3-split runs)."""
+    by: dict[tuple[str, str, int], dict[str, float]] = defaultdict(dict)
     for r in result["records"]:
-        if r["status"] == "ok" and r["split"] == 0:
-            by[(r["task"], r["table"])][r["model"]] = r["metrics"][PRIMARY[r["task"]]]
+        if r["status"] == "ok":
+            by[(r["task"], r["table"], int(r["split"]))][r["model"]] = r["metrics"][PRIMARY[r["task"]]]
     out: dict[str, dict[str, Any]] = {}
-    for (task, _table), scores in sorted(by.items()):
+    for (task, _table, _split), scores in sorted(by.items()):
         if model not in scores:
             continue
         for peer, v in scores.items():
