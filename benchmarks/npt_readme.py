@@ -28,17 +28,21 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "npt" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
 #: the suite with NPT's estimator defaults (issue 25, Deliver 6), and the earlier run with the cut budget
-SUITE = "realdata-npt-2026-11-28-defaults.json"
+SUITE = "realdata-npt-2026-11-28-defaults-3split.json"
 SUITE_CUT = "realdata-npt-2026-11-27-3split.json"
 PEERS = {"classification": [("linear", "LogisticRegression")], "regression": [("linear", "Ridge")]}
 COMMON = [("random_forest", "RandomForest"), ("xgboost", "XGBoost"), ("lightgbm", "LightGBM"),
           ("catboost", "CatBoost"), ("tabflex", "TabFlex")]
 METRIC = {"classification": ("roc_auc", "ROC-AUC"), "regression": ("r2", "R²")}
-#: block name -> (result file, task)
+#: candidate step rules for small regression tables, split 0 (``benchmarks/npt_diagnose.py`` records)
+RULES = "npt-small-rules-2026-11-28.jsonl"
+RULE_TABLES = ("star98", "diabetes", "islr_credit", "concrete", "saratoga_price", "computers_price")
+#: block name -> (result file, task); task "rules": the candidate table of :func:`render_rules`
 BLOCKS: dict[str, tuple[str, str]] = {"suite-classification": (SUITE, "classification"),
                                       "suite-regression": (SUITE, "regression"),
                                       "suite-cut-classification": (SUITE_CUT, "classification"),
-                                      "suite-cut-regression": (SUITE_CUT, "regression")}
+                                      "suite-cut-regression": (SUITE_CUT, "regression"),
+                                      "suite-regression-rules": (RULES, "rules")}
 
 
 def _pairs(path: Path, task: str, metric: str) -> dict[tuple[str, int], dict[str, tuple[float, float]]]:
@@ -51,9 +55,38 @@ def _pairs(path: Path, task: str, metric: str) -> dict[tuple[str, int], dict[str
     return out
 
 
+def render_rules(file: str) -> str:
+    """Per candidate (the ``tag`` of each record): per table the validation loss of the kept
+    weights / the R² on the training pool's unread rows / the test R², then the means."""
+    recs: dict[str, dict[str, dict]] = defaultdict(dict)
+    for line in (RESULTS / file).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            recs[r["tag"]][r["table"]] = r
+    tags = [t for t in recs if all(tab in recs[t] for tab in RULE_TABLES)]
+    spare = [tab for tab in RULE_TABLES if "spare" in recs[tags[0]][tab]]
+    lines = [f"`benchmarks/results/{file}`: split 0 of the {len(RULE_TABLES)} suite regression tables, the suite's "
+             "training rows; per table the validation loss of the kept weights (standardised MSE on the "
+             "early-stopping rows) / the R² on the training pool's rows the fit does not read "
+             f"({', '.join(spare)}; '-' where the pool is all used) / the test R² (not used for the choice).", "",
+             f"| rule | {' | '.join(RULE_TABLES)} | mean validation loss | mean unread-rows R² | mean test R² "
+             "| s per fit |", "| --- |" + " --- |" * (len(RULE_TABLES) + 4)]
+    for tag in tags:
+        d = recs[tag]
+        cells = [f"{d[t]['val_loss_kept']:.3f} / " + (f"{d[t]['spare']['r2']:.3f}" if t in spare else "-")
+                 + f" / {d[t]['test']['r2']:.3f}" for t in RULE_TABLES]
+        lines.append(f"| `{tag}` | {' | '.join(cells)} | {statistics.fmean(d[t]['val_loss_kept'] for t in RULE_TABLES):.4f} "
+                     f"| {statistics.fmean(d[t]['spare']['r2'] for t in spare):.4f} "
+                     f"| {statistics.fmean(d[t]['test']['r2'] for t in RULE_TABLES):.4f} "
+                     f"| {statistics.fmean(d[t]['fit_s'] for t in RULE_TABLES):.0f} |")
+    return "\n".join(lines)
+
+
 def render_block(name: str) -> str:
     """The markdown of block ``name`` (see the module docstring)."""
     file, task = BLOCKS[name]
+    if task == "rules":
+        return render_rules(file)
     metric, label = METRIC[task]
     runners = [("npt", "**NPT**")] + PEERS[task] + COMMON
     names = [r for r, _ in runners]

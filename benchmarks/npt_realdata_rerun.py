@@ -11,7 +11,9 @@ rows, the same seeds; ``combine`` refuses a record whose row counts differ from 
         xgboost,lightgbm,catboost --splits 1 --train-cap 500 --test-cap 500 --no-curves --out RESULT.json
     python benchmarks/npt_realdata_rerun.py wins RESULT.json      # NPT's wins/losses per peer
 
-A ``NEW`` file may be a finished JSON or a ``.partial.jsonl`` of a run still going.
+A ``NEW`` file may be a finished JSON or a ``.partial.jsonl`` of a run still going; ``NEW::TASK``
+takes only that task's records of it (e.g. the classification rows of a run whose regression rows
+were rerun with other settings).
 """
 
 from __future__ import annotations
@@ -32,11 +34,24 @@ def _records(path: str) -> list[dict[str, Any]]:
     return list(json.loads(text)["records"])
 
 
+def _new_records(spec: str, model: str) -> list[dict[str, Any]]:
+    """``model``'s records of ``PATH`` or ``PATH::TASK`` (only that task's records of the file)."""
+    path, _, task = spec.partition("::")
+    return [r for r in _records(path) if r["model"] == model and (not task or r["task"] == task)]
+
+
 def combine(old: str, new: list[str], model: str = "npt") -> list[dict[str, Any]]:
-    """The peers' records of ``old`` (every model but ``model``) and ``model``'s records of ``new``."""
-    fresh = [r for path in new for r in _records(path) if r["model"] == model]
+    """The peers' records of ``old`` (every model but ``model``) and ``model``'s records of ``new``
+    (each ``PATH`` or ``PATH::TASK``); a (table, split) given twice is refused."""
+    fresh = [r for spec in new for r in _new_records(spec, model)]
     if not fresh:
         raise SystemExit(f"no {model} record in {new}")
+    seen: set[tuple[str, int]] = set()
+    for r in fresh:
+        if (r["table"], r["split"]) in seen:
+            raise SystemExit(f"{r['table']} split {r['split']}: two {model} records in {new}; pass each once "
+                             "(PATH::TASK keeps one task of a file)")
+        seen.add((r["table"], r["split"]))
     before = _records(old)
     rows = {(r["table"], r["split"]): (r["train_rows"], r["test_rows"]) for r in before if r["model"] == model}
     for r in fresh:  # the same split: the same training and test row counts as the old run's record
@@ -48,13 +63,14 @@ def combine(old: str, new: list[str], model: str = "npt") -> list[dict[str, Any]
 
 
 def wins(result: dict[str, Any], model: str = "npt") -> dict[str, dict[str, Any]]:
-    """Per task and peer: tables where ``model`` beats / ties / loses to the peer on the primary metric."""
-    by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    """Per task and peer: (table, split) pairs where ``model`` beats / ties / loses to the peer on
+    the primary metric (every split; it read split 0 only before the 3-split runs)."""
+    by: dict[tuple[str, str, int], dict[str, float]] = defaultdict(dict)
     for r in result["records"]:
-        if r["status"] == "ok" and r["split"] == 0:
-            by[(r["task"], r["table"])][r["model"]] = r["metrics"][PRIMARY[r["task"]]]
+        if r["status"] == "ok":
+            by[(r["task"], r["table"], int(r["split"]))][r["model"]] = r["metrics"][PRIMARY[r["task"]]]
     out: dict[str, dict[str, Any]] = {}
-    for (task, _table), scores in sorted(by.items()):
+    for (task, _table, _split), scores in sorted(by.items()):
         if model not in scores:
             continue
         for peer, v in scores.items():

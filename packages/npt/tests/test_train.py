@@ -169,6 +169,23 @@ def test_lambda_schedule_anneals_from_features_to_targets() -> None:
     assert lambda_schedule(3, 10) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.3)))
 
 
+def test_anneal_fraction_ends_the_trade_off_early_and_lets_early_stopping_act_from_then() -> None:
+    """``anneal_fraction``: ``lam`` reaches 0 at ``anneal_fraction * steps`` and stays there; the fit
+    may stop early from that step on (the default 1 keeps the old rule: not before half the budget)."""
+    assert lambda_schedule(30, 20) == 0.0 and lambda_schedule(10, 20) == pytest.approx(0.5)
+    base = NPTFitConfig(steps=1200, flat_fraction=0.5)
+    assert (base.anneal_steps, base.min_steps) == (1200, 600)
+    short = NPTFitConfig(steps=1200, flat_fraction=0.5, anneal_fraction=0.25)
+    assert (short.anneal_steps, short.min_steps) == (300, 300)
+    assert short.fit_config().min_steps == 300
+    with pytest.raises(TabzooInputError, match="anneal_fraction"):
+        NPTFitConfig(anneal_fraction=0.0)
+    data = _table(80)
+    cfg = NPTFitConfig(steps=60, lr=1e-2, batch_size=64, eval_every=2, patience=1, anneal_fraction=0.1, flat_fraction=0.5)
+    res = fit_npt(_model(), data[:60], (3,), cfg, validation=data[60:])
+    assert res.stopped_early and 6 <= res.steps < 30  # stopped before half the budget, never before step 6
+
+
 def test_fixed_context_is_seeded() -> None:
     a = context_indices(1000, 64, seed=5)
     assert np.array_equal(a, context_indices(1000, 64, seed=5)) and len(np.unique(a)) == 64

@@ -102,6 +102,7 @@ class NPTFitConfig:
     context_size: int = 1024
     mode: str = "inductive"
     anneal_lambda: bool = True
+    anneal_fraction: float = 1.0
     progress: bool = False
     seed: int = 0
 
@@ -111,14 +112,25 @@ class NPTFitConfig:
         check_params(self, positive_int=("steps", "batch_size", "eval_every", "patience", "context_size"),
                      nonnegative_int=("lookahead_k",), positive=("lr",), nonnegative=("clip", "weight_decay"),
                      unit=("p_feature", "p_target", "random_share", "flat_fraction", "lookahead_alpha"))
+        if not 0.0 < self.anneal_fraction <= 1.0:
+            raise TabzooInputError(f"NPTFitConfig: anneal_fraction={self.anneal_fraction} must be in (0, 1]; "
+                                   "1 anneals the trade-off over every step.")
         if self.batch_size < 2:
             raise TabzooInputError(f"NPTFitConfig: batch_size={self.batch_size} must be >= 2; pass a larger one.")
+
+    @property
+    def anneal_steps(self) -> int:
+        """The step at which the annealed trade-off ``lam`` reaches 0 (all target loss) and stays."""
+        return max(1, int(round(self.steps * self.anneal_fraction)))
 
     @property
     def min_steps(self) -> int:
         """No early stop before the learning rate starts its cosine and, with the annealed
         trade-off, before ``lam`` has fallen to 1/2 (the target loss only dominates from then on);
-        the best validation weights are kept throughout."""
+        the best validation weights are kept throughout. With ``anneal_fraction < 1`` the fit may
+        stop as soon as ``lam`` has reached 0 (at :attr:`anneal_steps`), whatever the learning rate."""
+        if self.anneal_lambda and self.anneal_fraction < 1.0:
+            return self.anneal_steps
         return int(self.steps * max(self.flat_fraction, 0.5 if self.anneal_lambda else 0.0))
 
     def fit_config(self) -> FitConfig:
@@ -131,7 +143,8 @@ class NPTFitConfig:
 
 
 def lambda_schedule(step: int, total: int) -> float:
-    """Loss trade-off: cosine from 1 (all feature loss) at step 0 to 0 (all target loss) at ``total``."""
+    """Loss trade-off: cosine from 1 (all feature loss) at step 0 to 0 (all target loss) at
+    ``total``, and 0 after it."""
     return flat_then_cosine(step, total, 0.0) if total > 0 else 0.0
 
 
@@ -221,7 +234,7 @@ class NPTTask:
             isolated = (hidden & target_cells).any(dim=1)[None]
         logits = model(inputs[None], hidden[None], isolated)[0]
         per_cell = cell_losses(logits, vals, self.cards)
-        lam = lambda_schedule(step, cfg.steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
+        lam = lambda_schedule(step, cfg.anneal_steps) if (cfg.anneal_lambda and targets) else (0.0 if targets else 1.0)
         return objective(per_cell, feat.selected, tgt.selected, lam)
 
     def state_dict(self) -> dict[str, Any]:
