@@ -75,7 +75,8 @@ def render_grid() -> str:
              "| --- | --- | --- | " + " | ".join("---" for _ in levels) + " |"]
     for m in models:
         o = overall[m]
-        lines.append(f"| {NAMES[m]} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+        name = NAMES[m] + (f" ({runs[m]} runs)" if runs[m] != runs[models[0]] else "")
+        lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + " |")
     factors = s["grid_by_factor"][ref]
     shown = [m for m in ("multitab", "mmoe", "ple") if m in overall]
@@ -106,17 +107,21 @@ def render_twin() -> str:
     cols = [("stl", "multitab"), ("stl", "mt_twin"), ("mt_twin", "multitab"), ("stl", "mmoe")]
     head = ["MultiTab-Net vs MLP", "single-task MultiTab-Net vs MLP", "MultiTab-Net vs single-task MultiTab-Net",
             "MMoE vs MLP"]
-    settings = sorted(w["stl"]["mt_twin"]["per_setting_mean"], key=int)
+    settings = sorted(w["stl"]["mt_twin"]["per_setting_mean"], key=lambda i: (
+        s["grid_settings"][i]["n_train"], s["grid_settings"][i]["regime"], s["grid_settings"][i]["t"], s["grid_settings"][i]["p"]))
     lines = [f"`benchmarks/results/{SUMMARY}` (`grid_with_twin`, `grid_with_twin_scores`): the runs that also "
              "have the single-task MultiTab-Net (one MultiTab-Net per task, same recipe, same draws); Δm (%) "
              "mean ± std over seeds; test EV averaged over tasks.", "",
              "| setting | runs | " + " | ".join(head) + " | test EV: MLP / MultiTab-Net / single-task MultiTab-Net |",
              "| --- | --- | " + " | ".join("---" for _ in head) + " | --- |"]
     for i in settings:
-        cells = [f"{w[r][m]['per_setting_mean'][i]:+.2f} ± {w[r][m]['per_setting_std'][i]:.2f}" for r, m in cols]
+        runs = sc[i]["mt_twin"]["runs"]
+        cells = [f"{w[r][m]['per_setting_mean'][i]:+.2f}" + (f" ± {w[r][m]['per_setting_std'][i]:.2f}" if runs > 1 else "")
+                 for r, m in cols]
         ev = " / ".join(f"{sc[i][m]['mean']:.3f}" for m in ("stl", "multitab", "mt_twin"))
-        lines.append(f"| {_setting(s, i)} | {sc[i]['mt_twin']['runs']} | " + " | ".join(cells) + f" | {ev} |")
-    lines.append(f"| all | {w['stl']['mt_twin']['runs']} | " + " | ".join(_pm(w[r][m]) for r, m in cols) + " | |")
+        lines.append(f"| {_setting(s, i)} | {runs} | " + " | ".join(cells) + f" | {ev} |")
+    lines.append(f"| all runs (settings > 0) | {w['stl']['mt_twin']['runs']} | "
+                 + " | ".join(f"{_pm(w[r][m])} ({w[r][m]['settings_positive']} of {w[r][m]['settings']})" for r, m in cols) + " | |")
     return "\n".join(lines)
 
 
