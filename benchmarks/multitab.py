@@ -272,8 +272,21 @@ def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
                         "std": float(np.std([v for vs in ps.values() for v in vs])),
                         "runs": sum(len(vs) for vs in ps.values()), "settings": len(ps),
                         "settings_positive": int(sum(np.mean(vs) > 0 for vs in ps.values())),
-                        "per_setting_mean": {str(k): float(np.mean(vs)) for k, vs in sorted(ps.items())}}
+                        "per_setting_mean": {str(k): float(np.mean(vs)) for k, vs in sorted(ps.items())},
+                        "per_setting_std": {str(k): float(np.std(vs)) for k, vs in sorted(ps.items())}}
                     for m, ps in per_setting.items()}
+    return out
+
+
+def scores(rows: list[dict[str, Any]], key: str = "setting") -> dict[str, dict[str, Any]]:
+    """Per ``key`` level and model: the test score averaged over tasks, then mean and std over runs."""
+    out: dict[str, dict[str, Any]] = {}
+    for level in sorted({r[key] for r in rows}, key=str):
+        sel = [r for r in rows if r[key] == level]
+        for m in sorted({m for r in sel for m in r["scores"]}):
+            v = [float(np.mean(r["scores"][m])) for r in sel if m in r["scores"]]
+            out.setdefault(str(level), {})[m] = {"mean": round(float(np.mean(v)), 4), "std": round(float(np.std(v)), 4),
+                                                 "runs": len(v)}
     return out
 
 
@@ -318,6 +331,10 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "s
 
     models = [m for m in ("multitab", "mt_single", "mt_nomask", "mt_twin", "stl", "mmoe", "ple", "shared_bottom", "gbdt") if any(
         m in r["delta_m"].get(ref, {}) for r in rows)]
+    # on the grid GBDT per task is 10-40% below every neural model: its bars would flatten theirs
+    # (it has its own plot, ``-vs-gbdt``)
+    hidden = [m for m in models if m == "gbdt" and key == "setting"]
+    models = [m for m in models if m not in hidden]
     if key == "setting" and all(r.get("design") == "sizes" for r in rows):  # group the plot by size
         groups = sorted({r[key] for r in rows}, key=lambda g: (SIZES[g]["n_train"], SIZES[g]["regime"], SIZES[g]["t"], SIZES[g]["p"]))
     else:
@@ -331,7 +348,8 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "s
         ax.bar(np.arange(len(groups)) + k * w, mean, w, yerr=err, label=NAMES[m], capsize=2)
     if key == "setting":
         labels = [_label(next(r for r in rows if r[key] == g)) for g in groups]
-        title = f"MultiTab-Bench: multitask gain per setting (mean ± std over seeds, test rows), vs {NAMES[ref]}"
+        title = (f"MultiTab-Bench: multitask gain per setting (mean ± std over seeds, test rows), vs {NAMES[ref]}"
+                 + (" (GBDT per task not shown)" if hidden else ""))
     else:
         labels = [str(g) for g in groups]
         title = "Real multitask tables: multitask gain per table (mean ± std over seeds, test rows)"
@@ -379,9 +397,14 @@ def main() -> None:
         reps = [json.loads(p.read_text()) for p in args.inputs]
         grid_rows = merge([r for rep in reps for r in rep.get("grid", [])])
         real_rows = [r for rep in reps for r in rep.get("real", [])]
+        twin_rows = [r for r in grid_rows if "mt_twin" in r["scores"]]
         summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs],
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
                    "grid_by_factor": by_factor(grid_rows) if grid_rows else None,
+                   "grid_scores": scores(grid_rows) if grid_rows else None,
+                   # the runs that also have the single-task MultiTab-Net: Δm decomposed on the same draws
+                   "grid_with_twin": summarise(twin_rows, "setting") if twin_rows else None,
+                   "grid_with_twin_scores": scores(twin_rows) if twin_rows else None,
                    "grid_runs_per_setting": {str(k): sum(r["setting"] == k for r in grid_rows)
                                              for k in sorted({r["setting"] for r in grid_rows})},
                    "grid_stopping": stopping(grid_rows, max(int(rep["settings"]["epochs"]) for rep in reps)) if grid_rows else None,

@@ -11,6 +11,10 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``grid-sizes``: Δm of every model against each single-task reference, from the summary that
   ``benchmarks/multitab.py summary`` writes of the sample-size grid (``grid``: over all runs;
   ``grid_by_factor``: per number of training rows), and the stopping record of the fits;
+* ``grid-twin``: MultiTab-Net's Δm split into the single-task MultiTab-Net's against the MLP and
+  MultiTab-Net's against that twin, on the runs that have the twin (the why-experiment);
+* ``grid-nostop``: the same draws of two settings trained without early stopping, beside the grid's
+  recipe (the why-experiment's second half);
 * ``grid-5000``: the one 5,000-row setting run with every model (the grid's timing run);
 * ``epoch``: CPU seconds per epoch against MMoE's, from ``benchmarks/multitab_epoch.py``;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
@@ -33,10 +37,11 @@ README = ROOT / "packages" / "multitab" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
 SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
+NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 EPOCH = "multitab-epoch-2026-11-28.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-sizes": SUMMARY, "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
@@ -70,7 +75,8 @@ def render_grid() -> str:
              "| --- | --- | --- | " + " | ".join("---" for _ in levels) + " |"]
     for m in models:
         o = overall[m]
-        lines.append(f"| {NAMES[m]} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+        name = NAMES[m] + (f" ({runs[m]} runs)" if runs[m] != runs[models[0]] else "")
+        lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + " |")
     factors = s["grid_by_factor"][ref]
     shown = [m for m in ("multitab", "mmoe", "ple") if m in overall]
@@ -85,6 +91,56 @@ def render_grid() -> str:
         lines += ["", "Fits stopped early (validation mean EV, before the epoch cap): " + ", ".join(
             f"{NAMES.get(m, m).strip('*')} {d['stopped_early']} of {d['fits']} (median {d['median_epochs']:g} epochs)"
             for m, d in sorted(stop.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)) + "."]
+    return "\n".join(lines)
+
+
+def _setting(s: dict[str, Any], i: str) -> str:
+    g = s["grid_settings"][i]
+    return f"{g['n_train']:,} rows, t = {g['t']}, {g['regime']}, p = {g['p']}"
+
+
+def render_twin() -> str:
+    """Δm of MultiTab-Net split, on the same draws, into the single-task MultiTab-Net's Δm against the
+    single-task MLP (the backbone) and MultiTab-Net's against its single-task twin (the multitask gain)."""
+    s = _load(SUMMARY)
+    w, sc = s["grid_with_twin"], s["grid_with_twin_scores"]
+    cols = [("stl", "multitab"), ("stl", "mt_twin"), ("mt_twin", "multitab"), ("stl", "mmoe")]
+    head = ["MultiTab-Net vs MLP", "single-task MultiTab-Net vs MLP", "MultiTab-Net vs single-task MultiTab-Net",
+            "MMoE vs MLP"]
+    settings = sorted(w["stl"]["mt_twin"]["per_setting_mean"], key=lambda i: (
+        s["grid_settings"][i]["n_train"], s["grid_settings"][i]["regime"], s["grid_settings"][i]["t"], s["grid_settings"][i]["p"]))
+    lines = [f"`benchmarks/results/{SUMMARY}` (`grid_with_twin`, `grid_with_twin_scores`): the runs that also "
+             "have the single-task MultiTab-Net (one MultiTab-Net per task, same recipe, same draws); Δm (%) "
+             "mean ± std over seeds; test EV averaged over tasks.", "",
+             "| setting | runs | " + " | ".join(head) + " | test EV: MLP / MultiTab-Net / single-task MultiTab-Net |",
+             "| --- | --- | " + " | ".join("---" for _ in head) + " | --- |"]
+    for i in settings:
+        runs = sc[i]["mt_twin"]["runs"]
+        cells = [f"{w[r][m]['per_setting_mean'][i]:+.2f}" + (f" ± {w[r][m]['per_setting_std'][i]:.2f}" if runs > 1 else "")
+                 for r, m in cols]
+        ev = " / ".join(f"{sc[i][m]['mean']:.3f}" for m in ("stl", "multitab", "mt_twin"))
+        lines.append(f"| {_setting(s, i)} | {runs} | " + " | ".join(cells) + f" | {ev} |")
+    lines.append(f"| all runs (settings > 0) | {w['stl']['mt_twin']['runs']} | "
+                 + " | ".join(f"{_pm(w[r][m])} ({w[r][m]['settings_positive']} of {w[r][m]['settings']})" for r, m in cols) + " | |")
+    return "\n".join(lines)
+
+
+def render_nostop() -> str:
+    """The why-experiment's second half: the same draws trained without early stopping (patience =
+    the epoch cap, best validation epoch restored) against the grid's recipe."""
+    s, n = _load(SUMMARY), _load(NOSTOP)
+    settings = sorted(n["grid"]["stl"]["multitab"]["per_setting_mean"], key=int)
+    models = ("multitab", "mmoe")
+    lines = [f"`benchmarks/results/{NOSTOP}` against `{SUMMARY}` (same draws; Δm against the single-task MLP "
+             "trained with the same recipe, mean ± std over seeds; test EV averaged over tasks).", "",
+             "| setting | recipe | runs | " + " | ".join(f"{NAMES[m]} vs MLP" for m in models)
+             + " | test EV: MLP / MultiTab-Net / MMoE |", "| --- | --- | --- | " + " | ".join("---" for _ in models) + " | --- |"]
+    for i in settings:
+        for label, summ in (("early stopping (grid)", s), ("no early stopping", n)):
+            g, sc = summ["grid"]["stl"], summ["grid_scores"][i]
+            cells = [f"{g[m]['per_setting_mean'][i]:+.2f} ± {g[m]['per_setting_std'][i]:.2f}" for m in models]
+            ev = " / ".join(f"{sc[m]['mean']:.3f}" for m in ("stl", "multitab", "mmoe"))
+            lines.append(f"| {_setting(s, i)} | {label} | {sc['multitab']['runs']} | " + " | ".join(cells) + f" | {ev} |")
     return "\n".join(lines)
 
 
@@ -146,7 +202,7 @@ def render_demo() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"grid-sizes": render_grid, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
+RENDER = {"grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 
 
 def render_block(name: str) -> str:
