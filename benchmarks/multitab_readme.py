@@ -40,7 +40,8 @@ SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
-BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json"}
+BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
+       10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
