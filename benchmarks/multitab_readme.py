@@ -15,6 +15,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
   MultiTab-Net's against that twin, on the runs that have the twin (the why-experiment);
 * ``grid-nostop``: the same draws of two settings trained without early stopping, beside the grid's
   recipe (the why-experiment's second half);
+* ``grid-big``: one noisy setting trained on 5,000 (and 10,000) rows;
 * ``grid-5000``: the one 5,000-row setting run with every model (the grid's timing run);
 * ``epoch``: CPU seconds per epoch against MMoE's, from ``benchmarks/multitab_epoch.py``;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
@@ -38,10 +39,13 @@ RESULTS = ROOT / "benchmarks" / "results"
 SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
+#: ``grid --rows N`` runs of one noisy setting: training rows -> summary
+BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
+       10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
@@ -144,6 +148,30 @@ def render_nostop() -> str:
     return "\n".join(lines)
 
 
+def render_big() -> str:
+    """The grid's noisy, p = 1.0, 3-task setting trained on more rows (``grid --rows N``), one summary per N."""
+    lines: list[str] = []
+    for rows, name in BIG.items():
+        b = _load(name)
+        g, sc = b["grid"], b["grid_scores"]
+        (i,) = sc
+        st = b["grid_settings"][i]
+        if not lines:
+            lines = [f"Grid setting {i} (t = {st['t']}, {st['regime']}, p = {st['p']}; {st['n_train']:,} rows in the grid) "
+                     "trained on more rows, same task weights and seeds; mean ± std over seeds: "
+                     + ", ".join(f"`benchmarks/results/{n}`" for n in BIG.values()) + ".", "",
+                     "| rows | model | runs | test EV (mean over tasks) | Δm vs single-task MLP | Δm vs single-task MultiTab-Net |",
+                     "| --- | --- | --- | --- | --- | --- |"]
+        for m in ORDER:
+            if m not in sc[i]:
+                continue
+            vs = [f"{g[r][m]['per_setting_mean'][i]:+.2f} ± {g[r][m]['per_setting_std'][i]:.2f}" if m in g.get(r, {}) else "-"
+                  for r in ("stl", "mt_twin")]
+            lines.append(f"| {rows:,} | {NAMES[m]} | {sc[i][m]['runs']} | {sc[i][m]['mean']:.3f} ± {sc[i][m]['std']:.3f} | "
+                         f"{vs[0]} | {vs[1]} |")
+    return "\n".join(lines)
+
+
 def render_5000() -> str:
     t = _load(TIMING)
     r = t["grid"][0]
@@ -202,7 +230,7 @@ def render_demo() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
+RENDER = {"grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 
 
 def render_block(name: str) -> str:
