@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SCALING = RESULTS / "ramba-scaling-fused-short-2026-11-28.json"
 MID = RESULTS / "ramba-scaling-fused-mid-2026-11-28.json"
+FULL = RESULTS / "ramba-scaling-fused-full-2026-11-28.json"
 BEFORE = RESULTS / "ramba-scaling-scanv3-2026-11-28.json"
 BREAKDOWN_BEFORE = RESULTS / "ramba-breakdown-2026-11-28.json"
 README = ROOT / "packages" / "ramba" / "README.md"
@@ -82,6 +83,30 @@ def _mid_figures() -> list[tuple[str, str]]:
     ]
 
 
+def _full_figures() -> list[tuple[str, str]]:
+    """The one run over every length, 512 to 16,384 tokens."""
+    res = json.loads(FULL.read_text())
+    rows, slopes = res["scaling"]["rows"], res["scaling"]["slopes"]
+    return [
+        ("full matmul peak", f"fp32 matmul {res['matmul_gflops']['fp32']:.0f} GFLOP/s): forward"),
+        ("full ratios", f"forward **{_ratios(rows, 'dense_over_ramba_cpu_s')}** and forward + backward "
+                        f"**{_ratios(rows, 'dense_over_ramba_fwdbwd_cpu_s')}** at "
+                        + " / ".join(f"{r['L']:,}" for r in rows) + " tokens"),
+        ("full slopes", f"slopes {slopes['ramba_cpu_s']:.2f} / {slopes['ramba_fwdbwd_cpu_s']:.2f}, memory "
+                        f"{slopes['ramba_peak_bytes']:.2f} / {slopes['ramba_fwdbwd_peak_bytes']:.2f}: >= 5x at 16,384"),
+    ]
+
+
+def test_the_full_run_meets_five_times_at_16k_and_the_slope_but_not_512() -> None:
+    """What the README claims of the one run over every length: >= 5x at 16,384 (forward and forward +
+    backward), time slopes <= 1.15, and Ramba still slower than dense at 512."""
+    res = json.loads(FULL.read_text())
+    rows, slopes = res["scaling"]["rows"], res["scaling"]["slopes"]
+    assert rows[-1]["L"] == 16384 and min(rows[-1]["dense_over_ramba_cpu_s"], rows[-1]["dense_over_ramba_fwdbwd_cpu_s"]) >= 5.0
+    assert max(slopes["ramba_cpu_s"], slopes["ramba_fwdbwd_cpu_s"]) <= 1.15
+    assert rows[0]["L"] == 512 and rows[0]["dense_over_ramba_fwdbwd_cpu_s"] < 1.0
+
+
 def test_five_times_dense_already_at_8192() -> None:
     """The README's ">= 5x already holds at 8,192", forward and forward + backward."""
     row = json.loads(MID.read_text())["scaling"]["rows"][-1]
@@ -89,7 +114,7 @@ def test_five_times_dense_already_at_8192() -> None:
     assert ">= 5x already holds at 8,192" in " ".join(README.read_text().split())
 
 
-@pytest.mark.parametrize(("what", "text"), _figures() + _mid_figures())
+@pytest.mark.parametrize(("what", "text"), _figures() + _mid_figures() + _full_figures())
 def test_readme_speed_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
