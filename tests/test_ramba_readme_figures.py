@@ -34,6 +34,7 @@ def _figures() -> list[tuple[str, str]]:
     tr = _models("transfer-2026-11-28")
     small = _models("regression-small-2026-11-28", "nyc-arr-delay")
     mse, huber = small["ramba-mse-8x48"], small["ramba-huber-8x48"]
+    big = _models("regression-loss-2026-11-28", "nyc-arr-delay")["ramba-mse-24x96"]
 
     def val(entry: dict, key: str = "val") -> str:
         return f"{sum(r[key] for r in entry['runs']) / len(entry['runs']):.3f}"
@@ -72,6 +73,12 @@ def _figures() -> list[tuple[str, str]]:
                                    f"{small['lightgbm-relational-train-draw']['test_mean']:.3f} +- "
                                    f"{small['lightgbm-relational-train-draw']['test_std']:.3f}, a constant "
                                    f"{small['constant-train-draw']['test_mean']:.3f}"),
+        ("mse R2 at 5,000 seeds", f"squared error R^2 {big['test_mean']:.3f} +- {big['test_std']:.3f} ("
+                                  + " / ".join(f"{x:.3f}" for x in _runs(big)) + "; val "
+                                  + " / ".join(f"{r['val']:.3f}" for r in big["runs"]) + ")"),
+        ("huber at 5,000 seeds", f"against Huber's {ramba_r2['test_mean']:.3f} +- {ramba_r2['test_std']:.3f} (val "
+                                 + " / ".join(f"{r['val']:.3f}" for r in ramba_r2["runs"]) + ")"),
+        ("recalibrated at 5,000 seeds", f"recalibrated {big['test_recal_mean']:.3f} +- {big['test_recal_std']:.3f}"),
         ("R2 > 0 on every seed", "R^2 > 0 met (every seed)" if min(_runs(mse)) > 0 else "some seed has R^2 <= 0"),
         ("known-first AUC, seeds 0 / 1", f"{known[0]:.3f} / {known[1]:.3f} at seeds 0 / 1"),
         ("recent AUC on the same seeds", f"against {recent[0]:.3f} / {recent[1]:.3f}"),
