@@ -26,6 +26,7 @@ def _figures() -> list[tuple[str, str]]:
     """(what, the text the README must hold) for each quoted figure."""
     known = _runs(_models("known-2026-11-28")["ramba-known-24x96"])
     recent = _runs(_models("context-2026-11-27")["ramba-context-24x96"])
+    kn, rc = _models("known-2026-11-28")["ramba-known-24x96"], _models("context-2026-11-27")["ramba-context-24x96"]
     gap = json.loads((RESULTS / "ramba-tasks-gap-known-2026-11-28.json").read_text())["context_mean_counts"]
     count = {k.split("max_rows=")[1].split(",")[0] + k.split("policy=")[1].split(",")[0]: v["origin_3h_context"]
              for k, v in gap.items() if k != "n_seeds"}
@@ -82,6 +83,9 @@ def _figures() -> list[tuple[str, str]]:
         ("R2 > 0 on every seed", "R^2 > 0 met (every seed)" if min(_runs(mse)) > 0 else "some seed has R^2 <= 0"),
         ("known-first AUC, seeds 0 / 1", f"{known[0]:.3f} / {known[1]:.3f} at seeds 0 / 1"),
         ("recent AUC on the same seeds", f"against {recent[0]:.3f} / {recent[1]:.3f}"),
+        ("known-first third seed", f"and {known[2]:.3f} against {recent[2]:.3f} at seed 2"),
+        ("known-first vs recent over 3 seeds", f"{kn['test_mean']:.3f} +- {kn['test_std']:.3f} against "
+                                               f"{rc['test_mean']:.3f} +- {rc['test_std']:.3f} over the 3 seeds"),
         ("known origin outcomes in the context", f"raises the origin's {count['96' + repr('recent')]:.1f} to "
                                                  f"{count['96' + repr('known')]:.1f}"),
         ("the same with 128 rows", f"{count['128' + repr('known')]:.1f} with 128 rows"),
