@@ -147,7 +147,7 @@ def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, A
     v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
                          "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
                          "max_rows": args.max_rows, "policy": "recent", "init": "", "source": "",
-                         "source_steps": args.steps, "loss": "huber", "huber_delta": 1.0}
+                         "source_steps": args.steps, "loss": "mse", "huber_delta": 1.0}
     for item in filter(None, rest.split(",")):
         key, _, val = item.partition("=")
         if key not in _VARIANT_KEYS:
@@ -286,7 +286,7 @@ def main() -> None:
     p.add_argument("--variant", action="append", default=[],
                    help="NAME:key=val,... a Ramba variant (repeatable; keys preset, mixer, text_encoder, d_model, "
                         "n_layers, lr, steps, batch_size, n_child, max_rows, policy, init, source, source_steps, "
-                        "loss (regression: huber | mse), huber_delta); "
+                        "loss (regression: mse, the default, or huber), huber_delta); "
                         "default one 'ramba' with the options above")
     p.add_argument("--skip-gbdt", action="store_true")
     p.add_argument("--gbdt-first", action="store_true", help="score the baselines before Ramba (a cut run keeps them)")

@@ -144,12 +144,12 @@ class Ramba:
         return a * (raw * sd + mu) + b
 
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
-            lr: float = 1e-3, eval_every: int = 50, loss: str = "huber", recalibrate: bool = False) -> Ramba:
+            lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
-        :param loss: regression loss on the z-scored target, ``"huber"`` or ``"mse"`` (see
-            :func:`tabzoo_ramba.train.finetune`).
+        :param loss: regression loss on the z-scored target, ``"mse"`` (default: R^2 scores the
+            mean) or ``"huber"`` (see :func:`tabzoo_ramba.train.finetune`).
         :param recalibrate: regression: map predictions by the least-squares line fitted on the
             val split's predictions (:func:`~tabzoo_ramba.train.linear_recalibration`; needs a val split).
         """
