@@ -206,3 +206,42 @@ def test_reference_kernels_match_default_dispatch(case):
         ref = blk(x, **kw)
     assert torch.allclose(default, ref, atol=1e-5)
     assert default.abs().sum() > 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 12), half=st.integers(1, 4), extra=st.integers(0, 3), seed=st.integers(0, 1000),
+       double=st.booleans())
+def test_rope_cached_tables_equal_the_uncached_rotation(n, half, extra, seed, double):
+    """Positions ``0 .. n-1`` (``positions=None``) read the cached cos / sin tables: bitwise what an
+    explicit ``arange`` computes, for float32 and float64 inputs and ``dim`` below the last dimension."""
+    dtype = torch.float64 if double else torch.float32
+    rope = RotaryEmbedding(2 * half, base=100.0)
+    x = torch.randn(2, 3, n, 2 * half + extra, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    cached = rope(x)
+    again = rope(x)  # a cache hit
+    explicit = rope(x, torch.arange(n))
+    assert torch.equal(cached, explicit) and torch.equal(again, explicit)
+    assert torch.equal(cached, apply_rope(x, torch.arange(n), base=100.0, dim=2 * half))
+
+
+def test_rope_table_cache_is_keyed_by_length_dtype_and_device():
+    rope = RotaryEmbedding(4)
+    a = rope.cos_sin(5, torch.float32, torch.device("cpu"))
+    assert rope.cos_sin(5, torch.float32, torch.device("cpu")) is a  # same key: the same tensors
+    b = rope.cos_sin(6, torch.float32, torch.device("cpu"))
+    c = rope.cos_sin(5, torch.float64, torch.device("cpu"))
+    assert b[0].shape == (6, 2) and c[0].dtype == torch.float64 and a[0].dtype == torch.float32
+    assert torch.equal(b[0][:5], a[0]) and torch.allclose(c[1].float(), a[1])
+    assert set(rope._tables) == {(5, torch.float32, torch.device("cpu")), (6, torch.float32, torch.device("cpu")),
+                                 (5, torch.float64, torch.device("cpu"))}
+    for n in range(20):  # bounded: the oldest keys go
+        rope.cos_sin(100 + n, torch.float32, torch.device("cpu"))
+    assert len(rope._tables) == RotaryEmbedding.CACHE_SIZE
+
+
+def test_rope_with_cached_tables_passes_gradients_to_its_input():
+    rope = RotaryEmbedding(4)
+    x = torch.randn(1, 2, 5, 4, requires_grad=True)
+    rope(x).sum().backward()
+    rope(x).pow(2).sum().backward()  # the cached tables carry no graph of a previous call
+    assert x.grad is not None and torch.isfinite(x.grad).all()

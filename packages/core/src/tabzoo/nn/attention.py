@@ -198,6 +198,7 @@ class MultiHeadAttention(nn.Module):
         if rope is not None:
             if self_attn and key_positions is None and positions is not None:
                 key_positions = positions[..., :n_k]
+            # positions None: 0 .. n-1, whose cos / sin tables the rotary module caches
             q = rope(q, _rope_positions(positions, n_q, q.device))
             k = rope(k, _rope_positions(key_positions, n_k, k.device))
         if self.kind == "linear":
@@ -217,10 +218,10 @@ class MultiHeadAttention(nn.Module):
         return f"d_model={self.d_model}, n_heads={self.n_heads}, kind={self.kind!r}"
 
 
-def _rope_positions(positions: torch.Tensor | None, n: int, device: torch.device) -> torch.Tensor:
-    """RoPE positions ``[n]`` or ``[B, n]`` -> broadcastable to ``[B, H, n]``."""
+def _rope_positions(positions: torch.Tensor | None, n: int, device: torch.device) -> torch.Tensor | None:
+    """RoPE positions ``[n]`` or ``[B, n]`` -> broadcastable to ``[B, H, n]``; ``None`` (``0 .. n-1``) stays None."""
     if positions is None:
-        return torch.arange(n, device=device)
+        return None
     if positions.shape[-1] != n:
         raise TabzooInputError(f"RoPE positions have length {positions.shape[-1]} but there are {n} tokens.")
     return positions[:, None] if positions.dim() == 2 else positions

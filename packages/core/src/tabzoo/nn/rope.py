@@ -13,7 +13,7 @@ from torch import nn
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["RotaryEmbedding", "apply_rope", "rope_inv_freq"]
+__all__ = ["RotaryEmbedding", "apply_rope", "rope_angles", "rope_inv_freq"]
 
 
 def rope_inv_freq(dim: int, base: float = 10000.0, device: torch.device | str | None = None) -> torch.Tensor:
@@ -29,12 +29,27 @@ def rope_inv_freq(dim: int, base: float = 10000.0, device: torch.device | str | 
     return torch.pow(torch.tensor(float(base), device=device), -exps)
 
 
+def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype,
+                device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cos`` and ``sin`` of RoPE's angles ``positions[..., None] * inv_freq``, computed in ``dtype``.
+
+    :param positions: any shape of integer or float positions.
+    :param inv_freq: ``[dim // 2]`` inverse frequencies.
+    :param dtype: the working dtype (float32, or float64 for float64 inputs).
+    :return: ``(cos, sin)``, each ``positions.shape + (dim // 2,)``.
+    """
+    device = positions.device if device is None else device
+    angles = positions.to(device=device, dtype=dtype)[..., None] * inv_freq.to(device, dtype)
+    return torch.cos(angles), torch.sin(angles)
+
+
 def apply_rope(
     x: torch.Tensor,
     positions: torch.Tensor | None = None,
     base: float = 10000.0,
     dim: int | None = None,
     inv_freq: torch.Tensor | None = None,
+    cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Rotate the first ``dim`` channels of ``x`` by position-dependent angles.
 
@@ -45,23 +60,29 @@ def apply_rope(
     :param dim: number of rotated channels (even, ``<= d``); default all ``d`` channels.
         The remaining channels pass through unchanged.
     :param inv_freq: optional precomputed ``[dim // 2]`` inverse frequencies.
+    :param cos_sin: optional precomputed :func:`rope_angles` of ``positions`` in the working dtype
+        (what :class:`RotaryEmbedding` caches per length); ``positions`` and ``inv_freq`` are then unused.
     :return: ``[..., n, d]``, same dtype as ``x``. Angles are computed in float32 (float64 for float64 input).
     """
     d = x.shape[-1]
     dim = d if dim is None else dim
     if dim > d:
         raise TabzooInputError(f"RoPE dim={dim} exceeds the tensor's last dimension {d}; pass dim <= {d}.")
-    if inv_freq is None:
-        inv_freq = rope_inv_freq(dim, base, device=x.device)
-    if inv_freq.shape[-1] * 2 != dim:
-        raise TabzooInputError(
-            f"RoPE inv_freq has {inv_freq.shape[-1]} entries but dim={dim}; pass dim = 2 * len(inv_freq)."
-        )
-    if positions is None:
-        positions = torch.arange(x.shape[-2], device=x.device)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = positions.to(device=x.device, dtype=work)[..., None] * inv_freq.to(x.device, work)
-    cos, sin = torch.cos(angles), torch.sin(angles)
+    if cos_sin is None:
+        if inv_freq is None:
+            inv_freq = rope_inv_freq(dim, base, device=x.device)
+        if inv_freq.shape[-1] * 2 != dim:
+            raise TabzooInputError(
+                f"RoPE inv_freq has {inv_freq.shape[-1]} entries but dim={dim}; pass dim = 2 * len(inv_freq)."
+            )
+        if positions is None:
+            positions = torch.arange(x.shape[-2], device=x.device)
+        cos, sin = rope_angles(positions, inv_freq, work, x.device)
+    else:
+        cos, sin = cos_sin
+        if cos.shape[-1] * 2 != dim:
+            raise TabzooInputError(f"RoPE cos_sin has {cos.shape[-1]} frequencies but dim={dim}; pass dim = 2 * that.")
     half = dim // 2
     # contiguous first: the per-head views of attention are strided, and the broadcast products
     # below run several times faster on a contiguous tensor (same values)
@@ -76,17 +97,46 @@ def apply_rope(
 class RotaryEmbedding(nn.Module):
     """RoPE as a module holding its inverse frequencies (a non-persistent buffer).
 
+    Called without ``positions`` (positions ``0 .. n-1``), it reuses the ``cos`` / ``sin`` tables of
+    that length: they are cached per ``(n, working dtype, device)`` (the last :data:`CACHE_SIZE`
+    keys), computed by the same operations as uncached, so the result is bitwise the same.
+
     :param dim: number of rotated channels per head (even); usually the head dimension.
     :param base: wavelength base.
     """
 
     inv_freq: torch.Tensor
+    #: lengths x dtypes x devices whose tables one module keeps
+    CACHE_SIZE = 8
 
     def __init__(self, dim: int, base: float = 10000.0) -> None:
         super().__init__()
         self.dim = dim
         self.base = base
         self.register_buffer("inv_freq", rope_inv_freq(dim, base), persistent=False)
+        self._tables: dict[tuple[int, torch.dtype, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _inv_freq(self, device: torch.device) -> torch.Tensor:
+        inv_freq = self.inv_freq
+        if inv_freq.dtype != torch.float32:  # e.g. after module.to(torch.bfloat16): keep full precision
+            inv_freq = rope_inv_freq(self.dim, self.base, device=device)
+        return inv_freq
+
+    def cos_sin(self, n: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cached :func:`rope_angles` of positions ``0 .. n-1`` in working dtype ``dtype`` on ``device``.
+
+        The tables depend on no parameter (``inv_freq`` is a fixed buffer), so they carry no graph.
+        """
+        key = (int(n), dtype, torch.device(device))
+        hit = self._tables.get(key)
+        if hit is not None:
+            return hit
+        with torch.no_grad():
+            table = rope_angles(torch.arange(n, device=key[2]), self._inv_freq(key[2]), dtype, key[2])
+        if len(self._tables) >= self.CACHE_SIZE:
+            self._tables.pop(next(iter(self._tables)))
+        self._tables[key] = table
+        return table
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Rotate ``x``.
@@ -95,10 +145,12 @@ class RotaryEmbedding(nn.Module):
         :param positions: ``[n]`` or broadcastable to ``x.shape[:-1]``; default ``0 .. n-1``.
         :return: ``[..., n, d]``.
         """
-        inv_freq = self.inv_freq
-        if inv_freq.dtype != torch.float32:  # e.g. after module.to(torch.bfloat16): keep full precision
-            inv_freq = rope_inv_freq(self.dim, self.base, device=x.device)
-        return apply_rope(x, positions, dim=self.dim, inv_freq=inv_freq)
+        if positions is None:
+            work = torch.float64 if x.dtype == torch.float64 else torch.float32
+            if self.dim > x.shape[-1]:
+                raise TabzooInputError(f"RoPE dim={self.dim} exceeds the tensor's last dimension {x.shape[-1]}.")
+            return apply_rope(x, dim=self.dim, cos_sin=self.cos_sin(x.shape[-2], work, x.device))
+        return apply_rope(x, positions, dim=self.dim, inv_freq=self._inv_freq(x.device))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, base={self.base}"
