@@ -237,6 +237,29 @@ def test_the_column_stage_from_context_summaries_equals_the_isab_stack(blocks: i
     torch.testing.assert_close(moved[:, 12], ref[:, 12], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("col_tokens", [1, 9 * 3, 9 * 4, 9 * 10])
+def test_the_summaries_in_pieces_of_columns_equal_one_piece(col_tokens: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``summarise`` runs about ``COL_TOKENS`` context cells (whole columns) at a time; the pieces give
+    the keys and values of one piece, in the same ``[B*m]`` order, for 1 or 2 ISAB blocks."""
+    from tabzoo_orion_msp import rows as rows_mod
+    from tabzoo_orion_msp.model import OrionMSP
+
+    x = torch.randn(2, 13, 5, generator=torch.Generator().manual_seed(col_tokens))
+    for blocks in (1, 2):
+        torch.manual_seed(blocks)
+        model = OrionMSP({"preset": "tiny", "col_blocks": blocks}).eval()
+        with torch.no_grad():
+            whole = model.columns.summarise(x, 9)
+            monkeypatch.setattr(rows_mod, "COL_TOKENS", col_tokens)  # 1, 3, 4 or all 10 columns a piece
+            pieces = model.columns.summarise(x, 9)
+            monkeypatch.undo()
+        assert len(pieces) == len(whole) == blocks
+        for (k0, v0), (k1, v1) in zip(whole, pieces, strict=True):
+            assert k1.shape == k0.shape == (2 * 5, model.cfg.col_heads, model.cfg.col_inducing, model.cfg.d // model.cfg.col_heads)
+            torch.testing.assert_close(k1, k0, rtol=0, atol=1e-6)
+            torch.testing.assert_close(v1, v0, rtol=0, atol=1e-6)
+
+
 def test_fused_row_embeddings_equal_the_stages_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
     """``OrionMSP.row_embeddings`` runs blocks of rows through the column stage (a few columns at a
     time) and then the row stage, and skips the columns invalid in every episode; the result equals

@@ -133,9 +133,8 @@ class ScaleEncoder(nn.Module):
         """
         g = self.group(e)
         x = torch.cat([special.to(g.dtype)[None].expand(g.shape[0], -1, -1), g], dim=1)  # eq. 14
-        pos = torch.arange(x.shape[1], device=x.device)
-        for block in self.blocks:
-            x = block(x, mask=self.mask, rope=self.rope, positions=pos)  # eqs. 19-21
+        for block in self.blocks:  # RoPE positions 0 .. n-1 (None: the rotary module's cached tables)
+            x = block(x, mask=self.mask, rope=self.rope)  # eqs. 19-21
         return x[:, : self.cfg.n_cls]  # eq. 22
 
 
