@@ -423,7 +423,11 @@ def main() -> None:
     out: dict[str, Any] = {"benchmark": "ramba", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024),
                                              "bf16": matmul_gflops(torch.bfloat16, n=256)},
-                           "out_file": args.out}
+                           "out_file": args.out, "argv": sys.argv[1:]}
+    from tabzoo.kernels.scan_cpu import NAME, available
+
+    # whether the compiled CPU library (scan, conv, short attention) ran: without it Ramba is ~2x slower
+    out["cpu_fused_library"] = {"name": NAME, "available": available()}
     scaling(out, tuple(args.lengths))
     if args.breakdown:
         breakdown(out, tuple(args.breakdown))

@@ -103,11 +103,12 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="also write the JSON here, after every length")
     args = parser.parse_args()
     from tabzoo.kernels.op_registry import dispatch  # noqa: F401 - registry loaded before timing
-    from tabzoo.kernels.scan_cpu import available
+    from tabzoo.kernels.scan_cpu import NAME, available
 
     out: dict[str, Any] = {"benchmark": "ramba_profile", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024)},
-                           "scan_cpu_fused_available": available(), "out_file": args.out, "rows": []}
+                           "scan_cpu_fused_available": available(), "cpu_fused_library": NAME,
+                           "argv": sys.argv[1:], "out_file": args.out, "rows": []}
     models = scaling_models()
     ramba, dense, mixer = models["ramba"], models["dense"], models["dense_mixer"]
     c = ramba.cfg

@@ -96,12 +96,21 @@ class GatedBiSSM(nn.Module):
 
     def gate(self, s_curr: torch.Tensor, s_tgt: torch.Tensor) -> torch.Tensor:
         """Schema gate per column: ``s_curr [K, d_text]``, ``s_tgt [K, d_text]`` -> ``[K]`` in (0, 1)."""
-        return torch.sigmoid(self.gate_out(F.gelu(self.gate_in(torch.cat([s_curr, s_tgt], -1))))).squeeze(-1)
+        return self.gate_of(torch.cat([s_curr, s_tgt], -1))
 
-    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        """``h [B, L, D]``, ``gate [B, L]`` (0 on padding), ``pad [B, L]`` -> ``[B, L, D]``."""
+    def gate_of(self, pairs: torch.Tensor) -> torch.Tensor:
+        """:meth:`gate` of the concatenated pairs ``[K, 2 d_text]`` -> ``[K]``."""
+        return torch.sigmoid(self.gate_out(F.gelu(self.gate_in(pairs)))).squeeze(-1)
+
+    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor,
+                keep: torch.Tensor | None = None) -> torch.Tensor:
+        """``h [B, L, D]``, ``gate [B, L]`` (0 on padding), ``pad [B, L]`` -> ``[B, L, D]``; ``keep`` =
+        ``(~pad)[..., None]`` as ``h``'s dtype (built here when not given)."""
+        keep = (~pad)[..., None].to(h.dtype) if keep is None else keep
         x, z = self.in_proj(h).chunk(2, dim=-1)
-        x = x * (~pad)[..., None].to(x.dtype)  # not masked_fill: a bool mask over [B, L, E] is slow on CPU
+        x = x * keep  # not masked_fill: a bool mask over [B, L, E] is slow on CPU
+        # the scan takes a contiguous z: made so once here for both directions (each copied it)
+        z = z.contiguous()
         open_ = (gate > 0).to(x.dtype)  # once for both directions
         yf = self.fwd(x, gate, False, open_, z)
         yb = self.bwd(x, gate, True, open_, z)
@@ -119,8 +128,9 @@ class DenseMixer(nn.Module):
         self.out = nn.Linear(d_model, d_model)
         self.h = n_heads
 
-    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        """``h [B, L, D]``, ``gate [B, L]`` (unused), ``pad [B, L]`` -> ``[B, L, D]``."""
+    def forward(self, h: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor,
+                keep: torch.Tensor | None = None) -> torch.Tensor:
+        """``h [B, L, D]``, ``gate [B, L]`` (unused), ``pad [B, L]``, ``keep`` (unused) -> ``[B, L, D]``."""
         b, n, d = h.shape
         q, k, v = (t.reshape(b, n, self.h, d // self.h).transpose(1, 2) for t in self.qkv(h).chunk(3, -1))
         o = masked_attention(q, k, v, (~pad)[:, None, None, :])

@@ -44,9 +44,10 @@ class _Block(nn.Module):
         self.rel = StructuralAttention(c.d_model, c.n_heads, "rel")
 
     def forward(self, x: torch.Tensor, gate: torch.Tensor, pad: torch.Tensor, struct: dict[str, Any],
-                impl: str) -> torch.Tensor:
-        keep = (~pad)[..., None].to(x.dtype)
-        x = x + self.ssm(self.n1(x), gate, pad) * keep
+                impl: str, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """``keep`` = ``(~pad)[..., None]`` as ``x``'s dtype (built here when not given)."""
+        keep = (~pad)[..., None].to(x.dtype) if keep is None else keep
+        x = x + self.ssm(self.n1(x), gate, pad, keep) * keep
         x = x + self.intra(self.n2(x), struct, impl) * keep
         return x + self.rel(self.n3(x), struct, impl) * keep
 
@@ -136,7 +137,8 @@ class RambaModel(nn.Module):
         if not self.cfg.gating or self.cfg.mixer == "dense":
             return [keep for _ in self.blocks]
         s_curr, s_tgt, inv = self.gate_inputs(batch)
-        return [blk.ssm.gate(s_curr, s_tgt)[inv] * keep for blk in self.blocks]
+        pairs = torch.cat([s_curr, s_tgt], -1)  # once for every block
+        return [blk.ssm.gate_of(pairs)[inv] * keep for blk in self.blocks]
 
     # ------------------------------------------------------------------ trunk
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
@@ -147,8 +149,9 @@ class RambaModel(nn.Module):
         if struct is None or struct["max_rel_rows"] != self.cfg.max_rel_rows:  # not built in collation
             struct = row_structure(batch["row"], batch["edges"], int(batch["n_rows"]), self.cfg.max_rel_rows)
         x = self.embed(batch)
+        keep = (~batch["pad"])[..., None].to(x.dtype)  # once per forward, not per block
         for blk, gate in zip(self.blocks, self.gates(batch), strict=True):
-            x = blk(x, gate, batch["pad"], struct, self.cfg.attention)
+            x = blk(x, gate, batch["pad"], struct, self.cfg.attention, keep)
         return self.norm(x)
 
     # ------------------------------------------------------------------ heads
