@@ -46,7 +46,7 @@ def test_one_extra_column_per_binary_task_and_unseen_categories() -> None:
     est = _stack(guard=False).fit(X, y)
     assert est.chosen_ == "features" and est.oof_scores_ == {}
     ctx = est.estimator_.n_features_in_
-    assert ctx == 5  # four columns + one log-odds column of the booster
+    assert ctx == 5 and est.n_features_in_ == 4  # four columns + one log-odds column of the booster
     # unseen category: NaN code for the booster, no error
     q = X.iloc[:5].assign(colour="purple")
     assert np.isfinite(est.predict_proba(q)).all()

@@ -148,10 +148,11 @@ class StackingClassifier(ClassifierMixin, BaseEstimator):
     :param scoring: the guard's and ``booster="auto"``'s out-of-fold score, ``"roc_auc"`` or ``"log_loss"``.
     :param booster_budget_s: seconds the choice among several boosters may take (module doc).
 
-    Fitted: ``classes_``, ``estimator_`` (None when the booster alone is chosen), ``boosters_`` (the fitted fold
-    models of the booster, whose mean predicts; empty when the in-context estimator alone is chosen), ``chosen_`` (one of :data:`CANDIDATES`), ``oof_scores_``
-    (candidate -> out-of-fold score; only ``method``'s own stack without the guard, and empty for one class),
-    ``choice_`` (why, in words), ``booster_name_``, ``booster_scores_`` (booster candidate -> out-of-fold score), ``boosters_skipped_``.
+    Fitted: ``classes_``; ``estimator_`` (None when the booster alone is chosen); ``boosters_`` (the booster's
+    fitted fold models, whose mean predicts; empty when the in-context estimator alone is chosen); ``chosen_``
+    (one of :data:`CANDIDATES`); ``oof_scores_`` (candidate -> out-of-fold score; empty without the guard or with
+    one class); ``choice_`` (why, in words); ``booster_name_``; ``booster_scores_`` (booster candidate ->
+    out-of-fold score); ``boosters_skipped_`` (candidates cut by ``booster_budget_s``).
     """
 
     def __init__(self, estimator: Any = None, booster: Any = None, method: str = "features", cv: int = 5,
@@ -231,7 +232,8 @@ class StackingClassifier(ClassifierMixin, BaseEstimator):
         return oof
 
     def fit(self, X: Any, y: Any) -> StackingClassifier:
-        """Score the candidates out of fold (``guard``), then fit the chosen one on all rows.
+        """Score the candidates out of fold (``guard``); keep the chosen one (the in-context estimator refitted on
+        all rows, the booster as the bag of its fold models).
 
         :param X: ``[n_samples, n_features]`` array-like or DataFrame.
         :param y: ``[n_samples]`` labels.
@@ -312,10 +314,9 @@ class StackingClassifier(ClassifierMixin, BaseEstimator):
         self.boosters_ = [] if self.chosen_ == "estimator" else fold_models
         if self.chosen_ == "features":
             self.estimator_ = est.fit(stacked, y)
-            self.n_features_in_ = int(stacked.shape[1])
         else:
             self.estimator_ = None if self.chosen_ == "booster" else est.fit(frame, y)
-            self.n_features_in_ = int(frame.shape[1])
+        self.n_features_in_ = int(frame.shape[1])
         return self
 
     def _booster_proba(self, frame: Any) -> np.ndarray:
