@@ -31,11 +31,13 @@ RESULTS = ROOT / "benchmarks" / "results"
 STACK_FILES = ("realdata-2026-11-23.json", "realdata-2026-11-27-gpu-candidates.json",
                "realdata-2026-11-28-stack-default.json", "realdata-2026-11-28-stack-catboost.json")
 #: the out-of-fold guard and ``booster="auto"`` (2026-11-28, after the two stacked runs above), same splits
-STACK_GUARD_FILES = STACK_FILES + ("realdata-2026-11-28-stack-guard.json", "realdata-2026-11-28-stack-auto.json")
+STACK_GUARD_FILES = STACK_FILES + ("realdata-2026-11-28-stack-guard.json", "realdata-2026-11-28-stack-auto.json",
+                                   "realdata-2026-11-28-stack-noguard.json")
 #: the runners of the guard blocks (without CatBoost for the 29 tables its peer rows miss 3 of)
 _GUARD_RUNNERS = [
     ("stack-auto", "`StackingClassifier(booster=\"auto\")` (guarded)"),
     ("stack-guard", "`StackingClassifier()` defaults (guarded, HistGradientBoosting)"),
+    ("stack-noguard", "`StackingClassifier(guard=False)` (bagged HistGradientBoosting)"),
     ("stack-cb", "before the guard: stack (features) on CatBoost"), ("stack-default", "before the guard: defaults then"),
     ("catboost", "CatBoost"), ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"),
     ("xgboost", "XGBoost"), ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"),
