@@ -163,30 +163,33 @@ def variant_runners(zoo: list[Runner], variants: dict[str, tuple[str, dict[str, 
 
 
 #: ``--variant NAME=METHOD+ARCH:JSON``: the estimator of ``ARCH`` inside :class:`tabzoo.estimators.stacking.StackingClassifier`
-#: (method, booster: None = the default HistGradientBoosting, "catboost" = the suite's CatBoost peer's settings)
-STACK_METHODS: dict[str, tuple[str, str | None]] = {"stack": ("features", None), "stack-avg": ("average", None),
-                                                    "stack-cb": ("features", "catboost")}
+#: (method, booster: None = the default HistGradientBoosting, "catboost" = the suite's CatBoost peer's settings,
+#: "auto" = the estimator's ``booster="auto"``, the better of the two out of fold). The out-of-fold guard is the
+#: estimator's default (``guard=True``) since 2026-11-28; ``stack-noguard`` is the unguarded stack of earlier runs.
+STACK_METHODS: dict[str, tuple[str, str | None, bool]] = {
+    "stack": ("features", None, True), "stack-avg": ("average", None, True), "stack-cb": ("features", "catboost", True),
+    "stack-auto": ("features", "auto", True), "stack-noguard": ("features", None, False)}
 
 
 def _booster(name: str | None, seed: int) -> Any:
-    if name is None:
-        return None
+    if name is None or name == "auto":
+        return name
     import catboost as cb  # the catboost peer's settings, on the stacking's ordinal codes
 
     return cb.CatBoostClassifier(iterations=250, thread_count=1, verbose=False, random_seed=seed,
                                  allow_writing_files=False)
 
 
-def _stacked(cls: type, spec: tuple[str, str | None]) -> type:
-    """A class whose instances are ``StackingClassifier(cls(**kwargs), booster, method=method)`` (seeded alike)."""
+def _stacked(cls: type, spec: tuple[str, str | None, bool]) -> type:
+    """A class whose instances are ``StackingClassifier(cls(**kwargs), booster, method=method, guard=guard)`` (seeded alike)."""
     from tabzoo.estimators.stacking import StackingClassifier
 
-    method, booster = spec
+    method, booster, guard = spec
 
     class Stacked(StackingClassifier):
         def __init__(self, random_state: int = 0, **kwargs: Any) -> None:
             super().__init__(cls(random_state=random_state, **kwargs), booster=_booster(booster, random_state),
-                             method=method, random_state=random_state)
+                             method=method, random_state=random_state, guard=guard)
 
     Stacked.__name__ = Stacked.__qualname__ = f"Stacked{cls.__name__}"
     return Stacked

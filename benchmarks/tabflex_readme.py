@@ -30,6 +30,18 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: the stacking re-check: peers (2026-11-23), the default TabFlex (2026-11-27), the stacked runs (2026-11-28)
 STACK_FILES = ("realdata-2026-11-23.json", "realdata-2026-11-27-gpu-candidates.json",
                "realdata-2026-11-28-stack-default.json", "realdata-2026-11-28-stack-catboost.json")
+#: the out-of-fold guard and ``booster="auto"`` (2026-11-28, after the two stacked runs above), same splits
+STACK_GUARD_FILES = STACK_FILES + ("realdata-2026-11-28-stack-guard.json", "realdata-2026-11-28-stack-auto.json",
+                                   "realdata-2026-11-28-stack-noguard.json")
+#: the runners of the guard blocks (without CatBoost for the 29 tables its peer rows miss 3 of)
+_GUARD_RUNNERS = [
+    ("stack-auto", "`StackingClassifier(booster=\"auto\")` (guarded)"),
+    ("stack-guard", "`StackingClassifier()` defaults (guarded, HistGradientBoosting)"),
+    ("stack-noguard", "`StackingClassifier(guard=False)` (bagged HistGradientBoosting)"),
+    ("stack-cb", "before the guard: stack (features) on CatBoost"), ("stack-default", "before the guard: defaults then"),
+    ("catboost", "CatBoost"), ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"),
+    ("xgboost", "XGBoost"), ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"),
+    ("linear", "LogisticRegression")]
 
 #: block name -> (result file(s), task, metric, split(s), [(runner, label)], caption); with several files
 #: or splits, a later file's record of the same (table, split, runner) replaces an earlier one, and the means
@@ -91,7 +103,7 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
     "stacking-26": (
         STACK_FILES, "classification", "roc_auc", (0,),
         [("stack-cb", "stack (features) on CatBoost, `booster=CatBoostClassifier(...)`"),
-         ("stack-default", "stack (features), `StackingClassifier()` defaults"), ("catboost", "CatBoost"),
+         ("stack-default", "stack (features), `StackingClassifier()` defaults before the guard"), ("catboost", "CatBoost"),
          ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"),
          ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"), ("linear", "LogisticRegression")],
         "mean ROC-AUC"),
@@ -101,6 +113,10 @@ BLOCKS: dict[str, tuple[str | tuple[str, ...], str, str, int | tuple[int, ...], 
          ("tabflex", "tabflex-long (the TabFlex default)"), ("lightgbm", "LightGBM"), ("xgboost", "XGBoost"),
          ("hist_gbdt", "HistGradientBoosting"), ("random_forest", "RandomForest"), ("linear", "LogisticRegression")],
         "mean ROC-AUC"),
+    # issue 28 Deliver 7: the out-of-fold guard (the defaults now) and booster="auto", beside the runs before it
+    "stacking-guard-26": (STACK_GUARD_FILES, "classification", "roc_auc", (0,), _GUARD_RUNNERS, "mean ROC-AUC"),
+    "stacking-guard-29": (STACK_GUARD_FILES, "classification", "roc_auc", (0,),
+                          [r for r in _GUARD_RUNNERS if r[0] != "catboost"], "mean ROC-AUC"),
 }
 #: block -> file -> {runner name in that file: name in the block}: in ``-long.json`` the default checkpoint ran
 #: under its explicit name ``tabflex-long`` (later runs name the default ``tabflex``)
@@ -108,7 +124,7 @@ ALIASES: dict[str, dict[str, dict[str, str]]] = {
     "hard-6x3": {"realdata-2026-11-27-long.json": {"tabflex-long": "tabflex", "tabflex": "tabflex-unused"}},
     **{b: {"realdata-2026-11-23.json": {"tabflex": "tabflex-icl-then"},
            "realdata-2026-11-27-gpu-candidates.json": {"tabflex-gpu-800": "tabflex"}}
-       for b in ("stacking-26", "stacking-29")}}
+       for b in ("stacking-26", "stacking-29", "stacking-guard-26", "stacking-guard-29")}}
 
 #: curve block name -> (result files, runners, from rows, to rows); accuracy on the fixed curve test rows
 CURVES: dict[str, tuple[tuple[str, ...], list[tuple[str, str]], int, int]] = {
