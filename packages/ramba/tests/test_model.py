@@ -136,6 +136,7 @@ def test_gate_scales_delta_of_the_scan(monkeypatch) -> None:
         return real(x, delta, A, B, C, D, reverse=reverse, **fused)
 
     monkeypatch.setattr(layers, "selective_scan", spy)
+    monkeypatch.setattr(layers, "_fused", lambda op, inputs: None)  # the eager chain (the fused op: below)
     torch.manual_seed(0)
     ssm = GatedBiSSM(8, 4, 4, 2, 16, 8)
     h, pad = torch.randn(1, 12, 8), torch.zeros(1, 12, dtype=torch.bool)
@@ -157,6 +158,39 @@ def test_gate_scales_delta_of_the_scan(monkeypatch) -> None:
     x2 = x.clone()
     x2[0, 2:4] += 7.0
     torch.testing.assert_close(real(x2, delta, A, Bm, Cm)[0, 4:], y[0, 4:])
+
+
+@pytest.mark.parametrize("pad_tail", [0, 3])
+def test_fused_mixer_and_attention_equal_the_eager_chain(monkeypatch, pad_tail: int) -> None:
+    """Where the compiled library runs, GatedBiSSM is one ``bimamba_inner`` call and the gather path
+    one ``gathered_attention`` call: outputs and every gradient equal the eager per-op chain."""
+    import tabzoo_ramba.layers as layers
+    from tabzoo.kernels import select_backend
+
+    torch.manual_seed(1)
+    ssm = GatedBiSSM(8, 4, 4, 2, 16, 8)
+    h, pad = torch.randn(2, 12, 8), torch.zeros(2, 12, dtype=torch.bool)
+    if pad_tail:
+        pad[1, -pad_tail:] = True
+    g = (torch.rand(2, 12) * 0.9 + 0.05) * (~pad)
+    if select_backend("bimamba_inner", x=h, z=h, gate=g, open_=g, **ssm._params("f", ssm.fwd),
+                      **ssm._params("b", ssm.bwd)).name == "reference":
+        pytest.skip("the compiled CPU library is not built here")
+
+    def run() -> tuple[torch.Tensor, list[torch.Tensor]]:
+        ssm.zero_grad()
+        hh = h.clone().requires_grad_(True)
+        out = ssm(hh, g, pad)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        return out.detach(), [hh.grad] + [p.grad.clone() for p in ssm.parameters() if p.grad is not None]
+
+    fused_out, fused_grads = run()
+    monkeypatch.setattr(layers, "_fused", lambda op, inputs: None)
+    eager_out, eager_grads = run()
+    torch.testing.assert_close(fused_out, eager_out, rtol=1e-5, atol=1e-6)
+    assert len(fused_grads) == len(eager_grads)
+    for a, b in zip(fused_grads, eager_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_gate_uses_schema_and_target() -> None:

@@ -10,7 +10,9 @@
   directions). Two exact implementations: ``"gather"`` (default; packs each row's queries and its
   allowed keys, cost O(rows x cells x neighbour cells), linear in L) and ``"masked"`` (the same
   masks as :mod:`tabzoo.masks` objects through ``tabzoo.kernels.masked_attention``, which picks
-  the block-sparse flex_attention backend where it is supported, e.g. on GPU).
+  the block-sparse flex_attention backend where it is supported, e.g. on GPU). Where the compiled
+  CPU library runs (fp32, no autocast), ``"gather"`` is one ``tabzoo.kernels.gathered_attention``
+  call over the rows' token ids, and the SSM's two directions one ``bimamba_inner`` call.
 """
 
 from __future__ import annotations
@@ -20,12 +22,25 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from tabzoo.kernels import causal_conv1d, masked_attention, selective_scan
+from tabzoo.errors import KernelNotSupportedError
+from tabzoo.kernels import PARAMS_BIMAMBA, causal_conv1d, masked_attention, select_backend, selective_scan
+from tabzoo.kernels.op_registry import Backend
 from torch import nn
 
 from tabzoo_ramba.structure import row_structure
 
 __all__ = ["RMSNorm", "GatedBiSSM", "DenseMixer", "StructuralAttention", "row_structure"]
+
+
+def _fused(op: str, inputs: dict[str, Any]) -> Backend | None:
+    """The backend ``op`` would run ``inputs`` on, when it is a fused one (not the reference); None
+    otherwise (no backend fits, or only the reference: the eager chain of per-op kernels then runs,
+    which dispatches each of its ops on its own, e.g. to a GPU backend)."""
+    try:
+        backend = select_backend(op, **inputs)
+    except KernelNotSupportedError:
+        return None
+    return None if backend.name == "reference" else backend
 
 
 class RMSNorm(nn.Module):
@@ -94,6 +109,12 @@ class GatedBiSSM(nn.Module):
         nn.init.constant_(self.gate_out.bias, 2.0)  # gates start mostly open
         self.merge = nn.Linear(2 * e, d_model)
 
+    @staticmethod
+    def _params(suffix: str, d: _Direction) -> dict[str, torch.Tensor]:
+        """One direction's parameters under ``tabzoo.kernels.bimamba_inner``'s names."""
+        values = (d.conv.weight[:, 0, :], d.conv.bias, d.x_proj.weight, d.dt_proj.weight, d.dt_proj.bias, d.A_log, d.D)
+        return {f"{k}_{suffix}": v for k, v in zip(PARAMS_BIMAMBA, values, strict=True)}
+
     def gate(self, s_curr: torch.Tensor, s_tgt: torch.Tensor) -> torch.Tensor:
         """Schema gate per column: ``s_curr [K, d_text]``, ``s_tgt [K, d_text]`` -> ``[K]`` in (0, 1)."""
         return self.gate_of(torch.cat([s_curr, s_tgt], -1))
@@ -109,9 +130,14 @@ class GatedBiSSM(nn.Module):
         keep = (~pad)[..., None].to(h.dtype) if keep is None else keep
         x, z = self.in_proj(h).chunk(2, dim=-1)
         x = x * keep  # not masked_fill: a bool mask over [B, L, E] is slow on CPU
+        open_ = (gate > 0).to(x.dtype)  # once for both directions
+        inputs = {"x": x, "z": z, "gate": gate, "open_": open_, **self._params("f", self.fwd),
+                  **self._params("b", self.bwd)}
+        fused = _fused("bimamba_inner", inputs)
+        if fused is not None:  # both directions as one op (the compiled CPU library, fp32, no autocast)
+            return self.merge(fused.fn(**inputs))
         # the scan takes a contiguous z: made so once here for both directions (each copied it)
         z = z.contiguous()
-        open_ = (gate > 0).to(x.dtype)  # once for both directions
         yf = self.fwd(x, gate, False, open_, z)
         yb = self.bwd(x, gate, True, open_, z)
         return self.merge(torch.cat([yf, yb], dim=-1))
@@ -154,6 +180,14 @@ class StructuralAttention(nn.Module):
         if impl == "masked":
             q, k, v = qkv.chunk(3, dim=-1)
             return self.out(self._masked(q, k, v, struct))
+        if "row_tok" in struct:
+            bsz, length, d3 = qkv.shape
+            keys = struct["row_tok"] if self.kind == "intra" else struct["rel_keys"]
+            inputs = {"qkv": qkv.reshape(bsz * length, d3), "q_tok": struct["row_tok"], "k_tok": keys,
+                      "n_heads": self.h, "scale": None}
+            fused = _fused("gathered_attention", inputs)
+            if fused is not None:  # one compiled pass, no gathered copies, output in token order
+                return self.out(fused.fn(**inputs).view(bsz, length, d3 // 3))
         return self.out(self._gather(qkv, struct))
 
     def _gather(self, qkv: torch.Tensor, struct: dict[str, Any]) -> torch.Tensor:

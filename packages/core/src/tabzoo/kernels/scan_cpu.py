@@ -71,7 +71,7 @@ __all__ = ["ENV_VAR", "NAME", "SEGMENT", "available", "build", "build_directory"
 log = logging.getLogger("tabzoo.kernels")
 SEGMENT = 64  # positions per saved state (backward recomputes a segment)
 ENV_VAR = "TABZOO_SCAN_CPU"
-NAME = "tabzoo_scan_cpu_v6"  # the extension's name: change it with the source
+NAME = "tabzoo_scan_cpu_v7"  # the extension's name: change it with the source
 
 _SOURCE = r"""
 #include <torch/extension.h>
@@ -463,6 +463,110 @@ std::vector<torch::Tensor> attn_bwd(torch::Tensor q, torch::Tensor k, torch::Ten
   return {gq, gk, gv};
 }
 
+// Ramba's structural attention over gathered tokens (tabzoo.kernels.gathered_attention's cpu_fused):
+// qkv [T, 3 H E] (q | k | v, head-major in each), q_tok [R, Qm] and k_tok [R, Km] flat token ids of
+// each row's queries and keys (-1 = none). Every token is a query of at most one row, so the
+// forward's writes are disjoint; out [T, H E] (0 for tokens that are no row's query or whose row has
+// no key), lse [T, H] (+inf there). The keys are read in place: no gathered copy of q, k or v.
+std::vector<torch::Tensor> gat_fwd(torch::Tensor qkv, torch::Tensor q_tok, torch::Tensor k_tok, int64_t H,
+                                   double scale_d) {
+  const int64_t T = qkv.size(0), HE3 = qkv.size(1), HE = HE3 / 3, E = HE / H;
+  const int64_t R = q_tok.size(0), Qm = q_tok.size(1), Km = k_tok.size(1);
+  const float scale = static_cast<float>(scale_d);
+  auto out = torch::zeros({T, HE}, qkv.options());
+  auto lse = torch::full({T, H}, INFINITY, qkv.options());
+  const float *p = qkv.data_ptr<float>();
+  const int64_t *pq = q_tok.data_ptr<int64_t>(), *pk = k_tok.data_ptr<int64_t>();
+  float *po = out.data_ptr<float>(), *pl = lse.data_ptr<float>();
+  at::parallel_for(0, R, 1, [&](int64_t r0, int64_t r1) {
+    std::vector<int64_t> keys(Km);
+    std::vector<float> sv(Km);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t nk = 0;
+      for (int64_t j = 0; j < Km; ++j) if (pk[r * Km + j] >= 0) keys[nk++] = pk[r * Km + j];
+      if (nk == 0) continue;
+      for (int64_t i = 0; i < Qm; ++i) {
+        const int64_t t = pq[r * Qm + i];
+        if (t < 0) continue;
+        for (int64_t h = 0; h < H; ++h) {
+          const float *qi = p + t * HE3 + h * E;
+          float m = -INFINITY;
+          for (int64_t j = 0; j < nk; ++j) {
+            sv[j] = scale * dot_e(E, qi, p + keys[j] * HE3 + HE + h * E);
+            m = std::max(m, sv[j]);
+          }
+          float *oi = po + t * HE + h * E;
+          float l = 0.f;
+          for (int64_t j = 0; j < nk; ++j) {
+            const float w = std::exp(sv[j] - m);
+            l += w;
+            axpy_e(E, w, p + keys[j] * HE3 + 2 * HE + h * E, oi);
+          }
+          const float inv = 1.f / l;
+          for (int64_t e = 0; e < E; ++e) oi[e] *= inv;
+          pl[t * H + h] = m + std::log(l);
+        }
+      }
+    }
+  });
+  return {out, lse};
+}
+
+// The gradient of gat_fwd with respect to qkv [T, 3 H E], from go [T, H E] and the saved out, lse.
+// The queries' gradients are disjoint per row; the keys' and values' are shared between rows (a
+// relational neighbour is a key of several rows), so with several threads each accumulates into a
+// buffer of its own, summed at the end.
+torch::Tensor gat_bwd(torch::Tensor qkv, torch::Tensor q_tok, torch::Tensor k_tok, torch::Tensor out,
+                      torch::Tensor lse, torch::Tensor go, int64_t H, double scale_d) {
+  const int64_t T = qkv.size(0), HE3 = qkv.size(1), HE = HE3 / 3, E = HE / H;
+  const int64_t R = q_tok.size(0), Qm = q_tok.size(1), Km = k_tok.size(1);
+  const float scale = static_cast<float>(scale_d);
+  auto g = torch::zeros({T, HE3}, qkv.options());
+  const int64_t nt = std::min<int64_t>(at::get_num_threads(), std::max<int64_t>(R, 1));
+  auto acc = nt > 1 ? torch::zeros({nt, T, 2 * HE}, qkv.options()) : torch::empty({0}, qkv.options());
+  const float *p = qkv.data_ptr<float>(), *po = out.data_ptr<float>(), *pl = lse.data_ptr<float>();
+  const float *pg = go.data_ptr<float>();
+  const int64_t *pq = q_tok.data_ptr<int64_t>(), *pk = k_tok.data_ptr<int64_t>();
+  float *pgq = g.data_ptr<float>();
+  float *pacc = nt > 1 ? acc.data_ptr<float>() : nullptr;
+  const int64_t grain = nt > 1 ? (R + nt - 1) / nt : R;
+  at::parallel_for(0, R, std::max<int64_t>(grain, 1), [&](int64_t r0, int64_t r1) {
+    const int64_t tid = nt > 1 ? std::min<int64_t>(at::get_thread_num(), nt - 1) : 0;
+    // the k and v gradients of token s, head h: base + s * stride + (0 | HE) + h E
+    float *base = nt > 1 ? pacc + tid * T * 2 * HE : pgq + HE;
+    const int64_t stride = nt > 1 ? 2 * HE : HE3;
+    std::vector<int64_t> keys(Km);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t nk = 0;
+      for (int64_t j = 0; j < Km; ++j) if (pk[r * Km + j] >= 0) keys[nk++] = pk[r * Km + j];
+      if (nk == 0) continue;
+      for (int64_t i = 0; i < Qm; ++i) {
+        const int64_t t = pq[r * Qm + i];
+        if (t < 0) continue;
+        for (int64_t h = 0; h < H; ++h) {
+          const float li = pl[t * H + h];
+          if (li == INFINITY) continue;
+          const float *qi = p + t * HE3 + h * E;
+          const float *gi = pg + t * HE + h * E;
+          const float di = dot_e(E, gi, po + t * HE + h * E);
+          float *gqi = pgq + t * HE3 + h * E;
+          for (int64_t j = 0; j < nk; ++j) {
+            const int64_t s = keys[j];
+            const float *kj = p + s * HE3 + HE + h * E;
+            const float w = std::exp(scale * dot_e(E, qi, kj) - li);
+            const float ds = w * (dot_e(E, gi, p + s * HE3 + 2 * HE + h * E) - di) * scale;
+            axpy_e(E, ds, kj, gqi);
+            axpy_e(E, ds, qi, base + s * stride + h * E);
+            axpy_e(E, w, gi, base + s * stride + HE + h * E);
+          }
+        }
+      }
+    }
+  });
+  if (nt > 1) g.narrow(1, HE, 2 * HE).add_(acc.sum(0));
+  return g;
+}
+
 // The depthwise causal convolution of tabzoo.kernels.causal_conv (token-major, fp32):
 // pre[t] = bias + sum_k w[k] x[t -+ (K-1-k)], out[t] = act(pre[t]) mask[t]; wT [K, D], mask [nb, L].
 static inline void conv_pre_row(int64_t D, int64_t K, int64_t L, int64_t t, bool rev, const float *__restrict__ xb,
@@ -596,7 +700,8 @@ def build(verbose: bool = False) -> Any:
     from torch.utils.cpp_extension import load_inline
 
     build_directory().mkdir(parents=True, exist_ok=True)
-    return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd", "conv_fwd", "conv_bwd", "attn_fwd", "attn_bwd"],
+    return load_inline(name=NAME, cpp_sources=[_SOURCE], functions=["scan_fwd", "scan_bwd", "conv_fwd", "conv_bwd", "attn_fwd", "attn_bwd",
+                                                                  "gat_fwd", "gat_bwd"],
                        extra_cflags=["-O3", "-march=native", "-ffast-math", "-fno-finite-math-only"],
                        build_directory=str(build_directory()), verbose=verbose)
 
