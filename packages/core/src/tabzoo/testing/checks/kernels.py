@@ -99,7 +99,52 @@ def causal_conv1d_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str
     }
 
 
+def gathered_attention_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str, Any]:
+    """qkv ``[T, 3 H Dh]``; the tokens split into rows (some tokens in none), each row's queries
+    ``q_tok [R, Qm]`` and keys ``k_tok [R, Km]`` drawn from all tokens (shared between rows; a row
+    may have none), ``-1`` padded."""
+    rnd, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    t, h, dh = rnd.randint(2, 14), rnd.randint(1, 2), rnd.choice([2, 4])
+    order = torch.randperm(t, generator=g).tolist()
+    r = rnd.randint(1, 4)
+    qm, km = rnd.randint(1, 4), rnd.randint(1, 6)
+    q_tok = torch.full((r, qm), -1, dtype=torch.int64)
+    k_tok = torch.full((r, km), -1, dtype=torch.int64)
+    for i in range(r):
+        for j in range(qm):
+            if order and rnd.random() < 0.8:
+                q_tok[i, j] = order.pop()
+        for j in range(km):
+            if rnd.random() < 0.7:
+                k_tok[i, j] = rnd.randrange(t)
+    return {"qkv": _randn(g, t, 3 * h * dh, dtype=dtype, device=device), "q_tok": q_tok.to(device),
+            "k_tok": k_tok.to(device), "n_heads": h, "scale": rnd.choice([None, 0.5])}
+
+
+def bimamba_inner_inputs(seed: int, dtype: torch.dtype, device: str) -> dict[str, Any]:
+    """x, z ``[batch, L, E]``, gate ``[batch, L]`` in [0, 1) with zeros, open_ = ``gate > 0``, and
+    each direction's conv, projections, ``A_log``, ``D`` (:data:`tabzoo.kernels.bimamba.PARAMS`)."""
+    rnd, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    b, length, e = rnd.randint(1, 2), rnd.randint(1, 10), rnd.randint(1, 6)
+    k, r, n = rnd.randint(1, 4), rnd.randint(1, 2), rnd.randint(1, 4)
+    gate = torch.rand(b, length, generator=g) * (torch.rand(b, length, generator=g) > 0.2)
+    out: dict[str, Any] = {"x": _randn(g, b, length, e, dtype=dtype, device=device),
+                           "z": _randn(g, b, length, e, dtype=dtype, device=device),
+                           "gate": gate.to(device, dtype), "open_": (gate > 0).to(device, dtype)}
+    for s in ("f", "b"):
+        out.update({f"conv_weight_{s}": _randn(g, e, k, dtype=dtype, device=device),
+                    f"conv_bias_{s}": _randn(g, e, dtype=dtype, device=device),
+                    f"x_proj_{s}": (0.5 * torch.randn(r + 2 * n, e, generator=g)).to(device, dtype),
+                    f"dt_proj_{s}": (0.5 * torch.randn(e, r, generator=g)).to(device, dtype),
+                    f"dt_bias_{s}": _randn(g, e, dtype=dtype, device=device),
+                    f"A_log_{s}": (0.5 * torch.randn(e, n, generator=g)).to(device, dtype),
+                    f"D_{s}": _randn(g, e, dtype=dtype, device=device)})
+    return out
+
+
 INPUT_GENERATORS: dict[str, InputGen] = {
+    "bimamba_inner": bimamba_inner_inputs,
+    "gathered_attention": gathered_attention_inputs,
     "causal_conv1d": causal_conv1d_inputs,
     "masked_attention": masked_attention_inputs,
     "linear_attention": linear_attention_inputs,
