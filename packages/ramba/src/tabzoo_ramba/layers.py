@@ -23,7 +23,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from tabzoo.errors import KernelNotSupportedError
-from tabzoo.kernels import PARAMS_BIMAMBA, causal_conv1d, masked_attention, select_backend, selective_scan
+from tabzoo.kernels import (
+    PARAMS_BIMAMBA,
+    causal_conv1d,
+    masked_attention,
+    select_backend,
+    selective_scan,
+)
 from tabzoo.kernels.op_registry import Backend
 from torch import nn
 

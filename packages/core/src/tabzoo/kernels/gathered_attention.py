@@ -43,7 +43,6 @@ def gathered_attention_reference(qkv: torch.Tensor, q_tok: torch.Tensor, k_tok: 
     d = d3 // 3
     dh = d // n_heads
     r, qm = q_tok.shape
-    km = k_tok.shape[1]
     flat = qkv.reshape(t, 3, n_heads, dh)
     q = flat[q_tok.clamp(min=0), 0].transpose(1, 2)  # [R, H, Qm, Dh]
     kv = flat[k_tok.clamp(min=0)]  # [R, Km, 3, H, Dh]
