@@ -418,7 +418,14 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="also write the JSON here, after every length (a cut run keeps it)")
     parser.add_argument("--breakdown", type=int, nargs="*", default=[512, 2048],
                         help="lengths at which to split Ramba's forward into its parts (none: skip)")
+    parser.add_argument("--no-fused-ops", action="store_true",
+                        help="Ramba's block without its fused core ops (gathered_attention, bimamba_inner): the "
+                             "eager per-op chain, for an A/B under the same conditions")
     args = parser.parse_args()
+    if args.no_fused_ops:
+        import tabzoo_ramba.layers as layers
+
+        layers._fused = lambda op, inputs: None  # type: ignore[assignment]
     started = time.perf_counter()
     out: dict[str, Any] = {"benchmark": "ramba", "date": time.strftime("%Y-%m-%d"), "machine": machine_info(),
                            "matmul_gflops": {"fp32": matmul_gflops(torch.float32, n=1024),
@@ -428,6 +435,7 @@ def main() -> None:
 
     # whether the compiled CPU library (scan, conv, short attention) ran: without it Ramba is ~2x slower
     out["cpu_fused_library"] = {"name": NAME, "available": available()}
+    out["fused_block_ops"] = not args.no_fused_ops
     scaling(out, tuple(args.lengths))
     if args.breakdown:
         breakdown(out, tuple(args.breakdown))
