@@ -32,6 +32,12 @@ side with v5; the gradients move by rounding, ~1e-7 relative in norm), and the l
 the short-sequence softmax attention of :mod:`tabzoo.kernels.attention` (``attn_fwd``, ``attn_bwd``:
 its ``cpu_fused`` backend).
 
+v7: the library also holds Ramba's structural attention over gathered tokens (``gat_fwd``,
+``gat_bwd``: :mod:`tabzoo.kernels.gathered_attention`'s ``cpu_fused``), reading each row's keys and
+values in place from the ``qkv`` projection and writing the output in token order; the scan, conv
+and short attention are unchanged. :mod:`tabzoo.kernels.bimamba` calls the scan and conv of this
+library directly (both directions of Ramba's mixer as one autograd node).
+
 When it runs (``TABZOO_SCAN_CPU``): unset (the default) = used when it is already built for this
 torch installation, never built unasked (loading the built library takes well under a second);
 ``1`` = built on first use if needed, with a warning that says so and how long it takes; ``0`` =
