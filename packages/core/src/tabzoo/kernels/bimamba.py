@@ -96,7 +96,7 @@ class _Fused(torch.autograd.Function):
         flat, per = saved[4:18], saved[18:]
         e = ctx.e
         g = g.float()
-        gx = gz = ggate = gopen = None
+        shared: list[list[torch.Tensor]] = []  # per direction: the gradients of x, z, gate, open_
         grads: list[torch.Tensor] = []
         for i, reverse in enumerate((False, True)):
             cw, cb, xp, dp, db, a_log, dv = flat[7 * i:7 * i + 7]
@@ -111,13 +111,11 @@ class _Fused(torch.autograd.Function):
             g_xp = gproj.reshape(-1, gproj.shape[-1]).t().matmul(xc.reshape(-1, e))
             gxc = gxc + gproj.matmul(xp)
             gxi, gwt, gcb, gm = lib.conv_bwd(x, wt, _f32(cb), open_, gxc.contiguous(), True, reverse)
-            gx = gxi if gx is None else gx + gxi
-            gz = gzi if gz is None else gz + gzi
-            ggate = gs if ggate is None else ggate + gs
-            gopen = gm if gopen is None else gopen + gm
+            shared.append([gxi, gzi, gs, gm])
             grads += [gwt.t(), gcb, g_xp, g_dp, gdb, ga * a, gdv]
         ins = ctx.saved_tensors[:18]
-        out = [gr.to(t.dtype) for gr, t in zip([gx, gz, ggate, gopen, *grads], ins, strict=True)]
+        both = [f + b for f, b in zip(*shared, strict=True)]
+        out = [gr.to(t.dtype) for gr, t in zip([*both, *grads], ins, strict=True)]
         return tuple(out)
 
 
