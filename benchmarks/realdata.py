@@ -340,6 +340,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--curve-budget", type=float, default=30.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
+    p.add_argument("--timeout", action="append", default=[], metavar="MODEL=SECONDS",
+                   help="hard cap of one fit+predict of MODEL on one table (repeatable; run in a forked child, "
+                        "killed at the cap and recorded with status 'timeout' and the seconds, never dropped; "
+                        f"defaults: {FIT_TIMEOUT_S}; 0 = no cap)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARCH:JSON",
                    help="one more tabzoo runner NAME: architecture ARCH with these estimator kwargs, e.g. "
                         "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side, on the learning curves too)")
@@ -364,6 +368,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
+    for item in a.timeout:
+        name, _, secs = item.partition("=")
+        try:
+            limit = float(secs)
+        except ValueError:
+            p.error(f"--timeout {item!r}: use MODEL=SECONDS, e.g. --timeout catboost=60")
+        if not name or limit < 0:
+            p.error(f"--timeout {item!r}: use MODEL=SECONDS with SECONDS >= 0")
+        if limit == 0:
+            a.timeouts.pop(name, None)
+        else:
+            a.timeouts[name] = limit
     a.variants = dict(TABFLEX_VARIANTS)  # issue 28's TabFlex settings, side by side with the defaults
     for item in a.variant:
         name, _, rest = item.partition("=")

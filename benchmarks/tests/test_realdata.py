@@ -203,3 +203,41 @@ def test_split_summary_joins_runs_per_split(tmp_path: Path) -> None:
     assert s0["mean"] == {"tabflex": 0.8, "xgb": 0.775} and s0["mean_rank"] == {"tabflex": 1.5, "xgb": 1.5}
     assert s1["tables_with_every_model"] == ["a"] and s1["tables_missing_a_model"] == {"b": ["xgb"]}
     assert res["curves"]["c"]["tabflex"]["accuracy_change"] == 0.05
+
+
+def test_timeout_records_a_slow_model_and_the_summary_counts_it() -> None:
+    """``--timeout MODEL=SECONDS``: a fit+predict past its cap is killed and recorded ('timeout', seconds),
+    never dropped; the summary leaves it out of the means and ranks and counts it per model."""
+    import time
+    from collections import Counter, defaultdict
+
+    from _realdata_models import Runner
+    from _realdata_summary import summarize
+    from realdata import parse_args, run_main
+
+    args = parse_args(["--timeout", "slow=1", "--timeout", "catboost=0", "--splits", "1"])
+    assert args.timeouts["slow"] == 1.0 and "catboost" not in args.timeouts  # 0 lifts a default cap
+    with pytest.raises(SystemExit):
+        parse_args(["--timeout", "slow"])
+
+    def fast(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        return np.full((len(X_test), len(labels)), 1.0 / len(labels))
+
+    def slow(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        time.sleep(60)
+        return fast(X_train, y_train, X_test, labels, seed)
+
+    spec = get_table("penguins")
+    X, y = load_table(spec)
+    runners = {"classification": [Runner("fast", "peer", "classification", fast),
+                                  Runner("slow", "peer", "classification", slow)], "regression": []}
+    t0 = time.perf_counter()
+    records, skips, spent = run_main([(spec, X, y)], runners, args, defaultdict(Counter))
+    assert time.perf_counter() - t0 < 30, "the slow model was killed at its cap"
+    by_model = {r["model"]: r for r in records}
+    assert by_model["fast"]["status"] == "ok" and not skips
+    assert by_model["slow"]["status"] == "timeout" and 1.0 <= by_model["slow"]["fit_predict_s"] < 30
+    assert "cap of 1 s" in by_model["slow"]["error"] and spent["slow"] >= 1.0
+    cls = summarize(records, [])["classification"]
+    assert set(cls["per_model"]) == {"fast"} and cls["per_model"]["fast"]["timeouts"] == 0
+    assert cls["timeouts"]["slow"]["count"] == 1 and cls["timeouts"]["slow"]["fits"][0]["table"] == "penguins"
