@@ -241,3 +241,40 @@ def test_timeout_records_a_slow_model_and_the_summary_counts_it() -> None:
     cls = summarize(records, [])["classification"]
     assert set(cls["per_model"]) == {"fast"} and cls["per_model"]["fast"]["timeouts"] == 0
     assert cls["timeouts"]["slow"]["count"] == 1 and cls["timeouts"]["slow"]["fits"][0]["table"] == "penguins"
+
+
+def test_split_summary_pools_splits_counts_timeouts_and_checks_the_targets(tmp_path: Path) -> None:
+    """Over the splits: means, ranks and W-L over every (split, table) cell; a timeout is left out of the
+    means, counted, and ranked last in ``mean_rank_timeouts_last``; the two issue-28 rank targets."""
+    from issue28_splits_summary import summarize
+
+    def rec(table: str, model: str, split: int, auc: float | None) -> dict:
+        if auc is None:
+            return {"table": table, "task": "classification", "model": model, "split": split, "status": "timeout",
+                    "fit_predict_s": 60.0}
+        return {"table": table, "task": "classification", "model": model, "split": split, "status": "ok",
+                "fit_predict_s": 1.0, "metrics": {"roc_auc": auc}}
+
+    scores = {  # split -> table -> (stack, tabflex, catboost); catboost times out on (1, "b")
+        0: {"a": (0.9, 0.8, 0.7), "b": (0.9, 0.7, 0.8)},
+        1: {"a": (0.9, 0.8, 0.7), "b": (0.6, 0.9, None)},
+    }
+    lines = [rec(t, m, s, v) for s, ts in scores.items() for t, vs in ts.items()
+             for m, v in zip(("stack-guard", "tabflex", "catboost"), vs, strict=True)]
+    run = tmp_path / "run.json.partial.jsonl"
+    run.write_text("\n".join(json.dumps(x) for x in [rec("b", "catboost", 1, 0.5), *lines]) + "\n")
+    res = summarize([(str(run), {})], ["stack-guard", "tabflex", "catboost"])
+    s1 = res["per_split"]["classification/split1"]
+    assert s1["tables_with_every_model"] == ["a"], "the later timeout replaces the earlier score"
+    assert s1["timeouts"] == {"catboost": {"count": 1, "tables": ["b"]}}
+    assert s1["mean_rank_timeouts_last"] == {"tables": 2, "mean_rank": {"stack-guard": 1.5, "tabflex": 1.5,
+                                                                       "catboost": 3.0}}
+    over = res["over_splits"]["classification"]
+    assert over["cells"] == 3 and over["splits"] == ["classification/split0", "classification/split1"]
+    assert over["mean"] == {"stack-guard": 0.9, "tabflex": 0.7667, "catboost": 0.7333}
+    assert over["mean_rank"]["stack-guard"] == 1.0 and over["timeouts"]["catboost"] == 1
+    assert over["wins_losses"]["tabflex"]["catboost"] == {"wins": 2, "losses": 1, "ties": 0}
+    assert over["targets"]["stacking_best_mean_rank"]["met"]
+    tf = over["targets"]["tabflex_rank_better_than_every_gbdt"]
+    assert tf["gbdts_present"] == ["catboost"] and tf["head_to_head_mean_ranks"]["tabflex"] == 1.333 and tf["met"]
+    assert not res["per_split"]["classification/split0"]["targets"]["tabflex_rank_better_than_every_gbdt"]["met"]
