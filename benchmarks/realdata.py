@@ -12,8 +12,9 @@ fit+predict seconds. Splits run in passes (split 0 of every table, then split 1.
 whose time budget runs out loses later splits, never silently: every skip is recorded with its
 reason. ``--timeout MODEL=SECONDS`` (repeatable) caps one fit+predict of MODEL on one table: it runs in a
 forked child, killed at the cap and recorded with status ``timeout`` and its seconds; the summary leaves a
-timeout out of the means and ranks and counts it per model (``summary[task]["timeouts"]``). Learning curves: on the large classification tables, accuracy against training/context
-rows (500 -> 50,000, as far as a table allows) on one fixed stratified test set per table.
+timeout out of the means and ranks and counts it per model (``summary[task]["timeouts"]``). Learning
+curves: on the large classification tables, accuracy against training/context rows (500 -> 50,000, as
+far as a table allows) on one fixed stratified test set per table.
 
 Prints the JSON (machine, matmul peak measured in this run, torch version and threads, git commit,
 package versions, seeds, the table list, every result, summaries and the issue's targets) to
