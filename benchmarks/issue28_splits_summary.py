@@ -153,7 +153,8 @@ def summarize(runs: list[tuple[str, dict[str, str]]], models: list[str] | None, 
             entry["targets"] = _targets(scored, names, stack, tabflex)
             if pooled_names.setdefault(task, names) == names:
                 pooled_cells.setdefault(task, []).extend(scored)
-        outs = {m: sorted(ts) for m, ts in timed_out.get((task, split), {}).items() if ts}
+        outs = {m: sorted(ts) for m, ts in timed_out.get((task, split), {}).items()
+                if ts and (models is None or m in models)}
         entry["timeouts"] = {m: {"count": len(ts), "tables": ts} for m, ts in sorted(outs.items())}
         if any(m in names for m in outs):
             settled = sorted(t for t, v in tables.items()
