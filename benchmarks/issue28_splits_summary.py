@@ -209,6 +209,7 @@ def main(argv: list[str]) -> None:
             alias = {}
     res = summarize(runs, models, only, stack, tabflex)
     res["runs"] = [p for p, _ in runs]
+    res["aliases"] = {p: a for p, a in runs if a}
     res["only"] = only
     text = json.dumps(res, indent=1)
     with open(out, "x", encoding="utf-8") as fh:  # never overwrite
