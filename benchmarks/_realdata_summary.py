@@ -67,11 +67,27 @@ def _table_means(records: list[dict[str, Any]], task: str) -> pd.DataFrame:
 
 def summarize(records: list[dict[str, Any]], tabzoo_models: list[str]) -> dict[str, Any]:
     """Per task: mean metrics per model, mean rank, per-table means, wins/losses of each tabzoo
-    model against each other model, and fit+predict seconds."""
+    model against each other model, and fit+predict seconds.
+
+    A fit that passed its ``--timeout`` cap (status ``"timeout"``) has no metrics: it is left out of the
+    means, ranks and wins/losses like a failed fit, and counted explicitly: ``timeouts`` of the task lists,
+    per model, how many (table, split) fits timed out, on which tables and the seconds each ran before it
+    was killed; ``per_model[m]["timeouts"]`` is that count (a model that only timed out has no ``per_model``
+    entry, only its ``timeouts`` one). A model with a timeout covers fewer tables, so it drops out of the
+    ``mean_rank`` of the widest-coverage models (``mean_rank_on_tables_it_ran`` still ranks it)."""
     out: dict[str, Any] = {}
     for task, primary in PRIMARY.items():
+        timeouts: dict[str, Any] = {}
+        for r in records:
+            if r["task"] == task and r.get("status") == "timeout":
+                t = timeouts.setdefault(r["model"], {"count": 0, "fits": []})
+                t["count"] += 1
+                t["fits"].append({"table": r["table"], "split": r.get("split"),
+                                  "seconds": round(float(r["fit_predict_s"]), 1)})
         tm = _table_means(records, task)
         if tm.empty:
+            if timeouts:
+                out[task] = {"primary_metric": primary, "tables": 0, "per_model": {}, "timeouts": timeouts}
             continue
         wide = tm.pivot(index="table", columns="model", values=primary)
         n_tables = wide.shape[0]
@@ -93,6 +109,7 @@ def summarize(records: list[dict[str, Any]], tabzoo_models: list[str]) -> dict[s
                 "mean_rank_on_tables_it_ran": float(ranks_all[m].dropna().mean()),
                 "mean_fit_predict_s": float(sub["seconds"].mean()),
                 "total_fit_predict_s_of_table_means": float(sub["seconds"].sum()),
+                "timeouts": int(timeouts.get(m, {}).get("count", 0)),
             }
         wins: dict[str, Any] = {}
         for z in tabzoo_models:
@@ -114,7 +131,7 @@ def summarize(records: list[dict[str, Any]], tabzoo_models: list[str]) -> dict[s
                      for t, g in tm.groupby("table")}
         out[task] = {"primary_metric": primary, "tables": int(n_tables), "ranked_models": full,
                      "ranked_tables": int(len(rank_tables)),
-                     "per_model": per_model, "wins_losses": wins, "per_table": per_table,
+                     "per_model": per_model, "wins_losses": wins, "per_table": per_table, "timeouts": timeouts,
                      "ranks": {t: {m: float(v) for m, v in r.dropna().items()} for t, r in ranks_full.iterrows()}}
     return out
 

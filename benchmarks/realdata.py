@@ -10,8 +10,11 @@ subsampled (stratified) to ``--train-cap`` rows and the test part to ``--test-ca
 ROC-AUC (macro one-vs-rest for multiclass), accuracy, log-loss; R² (and RMSE) for regression;
 fit+predict seconds. Splits run in passes (split 0 of every table, then split 1...), so a model
 whose time budget runs out loses later splits, never silently: every skip is recorded with its
-reason. Learning curves: on the large classification tables, accuracy against training/context
-rows (500 -> 50,000, as far as a table allows) on one fixed stratified test set per table.
+reason. ``--timeout MODEL=SECONDS`` (repeatable) caps one fit+predict of MODEL on one table: it runs in a
+forked child, killed at the cap and recorded with status ``timeout`` and its seconds; the summary leaves a
+timeout out of the means and ranks and counts it per model (``summary[task]["timeouts"]``). Learning
+curves: on the large classification tables, accuracy against training/context rows (500 -> 50,000, as
+far as a table allows) on one fixed stratified test set per table.
 
 Prints the JSON (machine, matmul peak measured in this run, torch version and threads, git commit,
 package versions, seeds, the table list, every result, summaries and the issue's targets) to
@@ -340,6 +343,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--curve-budget", type=float, default=30.0, help="seconds per (model, table) curve")
     p.add_argument("--budget", action="append", default=[], metavar="MODEL=SECONDS",
                    help=f"total main-table seconds for a model (repeatable; defaults: {BUDGETS_S})")
+    p.add_argument("--timeout", action="append", default=[], metavar="MODEL=SECONDS",
+                   help="hard cap of one fit+predict of MODEL on one table (repeatable; run in a forked child, "
+                        "killed at the cap and recorded with status 'timeout' and the seconds, never dropped; "
+                        f"defaults: {FIT_TIMEOUT_S}; 0 = no cap)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=ARCH:JSON",
                    help="one more tabzoo runner NAME: architecture ARCH with these estimator kwargs, e.g. "
                         "'tabflex-gpu=tabflex:{\"checkpoint\": \"runs/x/model\"}' (repeatable; compared side by side, on the learning curves too)")
@@ -364,6 +371,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             a.budgets[name] = float(secs)
         except ValueError:
             p.error(f"--budget {item!r}: use MODEL=SECONDS, e.g. --budget npt=300")
+    for item in a.timeout:
+        name, _, secs = item.partition("=")
+        try:
+            limit = float(secs)
+        except ValueError:
+            p.error(f"--timeout {item!r}: use MODEL=SECONDS, e.g. --timeout catboost=60")
+        if not name or limit < 0:
+            p.error(f"--timeout {item!r}: use MODEL=SECONDS with SECONDS >= 0")
+        if limit == 0:
+            a.timeouts.pop(name, None)
+        else:
+            a.timeouts[name] = limit
     a.variants = dict(TABFLEX_VARIANTS)  # issue 28's TabFlex settings, side by side with the defaults
     for item in a.variant:
         name, _, rest = item.partition("=")

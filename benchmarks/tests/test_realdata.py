@@ -203,3 +203,78 @@ def test_split_summary_joins_runs_per_split(tmp_path: Path) -> None:
     assert s0["mean"] == {"tabflex": 0.8, "xgb": 0.775} and s0["mean_rank"] == {"tabflex": 1.5, "xgb": 1.5}
     assert s1["tables_with_every_model"] == ["a"] and s1["tables_missing_a_model"] == {"b": ["xgb"]}
     assert res["curves"]["c"]["tabflex"]["accuracy_change"] == 0.05
+
+
+def test_timeout_records_a_slow_model_and_the_summary_counts_it() -> None:
+    """``--timeout MODEL=SECONDS``: a fit+predict past its cap is killed and recorded ('timeout', seconds),
+    never dropped; the summary leaves it out of the means and ranks and counts it per model."""
+    import time
+    from collections import Counter, defaultdict
+
+    from _realdata_models import Runner
+    from _realdata_summary import summarize
+    from realdata import parse_args, run_main
+
+    args = parse_args(["--timeout", "slow=1", "--timeout", "catboost=0", "--splits", "1"])
+    assert args.timeouts["slow"] == 1.0 and "catboost" not in args.timeouts  # 0 lifts a default cap
+    with pytest.raises(SystemExit):
+        parse_args(["--timeout", "slow"])
+
+    def fast(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        return np.full((len(X_test), len(labels)), 1.0 / len(labels))
+
+    def slow(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        time.sleep(60)
+        return fast(X_train, y_train, X_test, labels, seed)
+
+    spec = get_table("penguins")
+    X, y = load_table(spec)
+    runners = {"classification": [Runner("fast", "peer", "classification", fast),
+                                  Runner("slow", "peer", "classification", slow)], "regression": []}
+    t0 = time.perf_counter()
+    records, skips, spent = run_main([(spec, X, y)], runners, args, defaultdict(Counter))
+    assert time.perf_counter() - t0 < 30, "the slow model was killed at its cap"
+    by_model = {r["model"]: r for r in records}
+    assert by_model["fast"]["status"] == "ok" and not skips
+    assert by_model["slow"]["status"] == "timeout" and 1.0 <= by_model["slow"]["fit_predict_s"] < 30
+    assert "cap of 1 s" in by_model["slow"]["error"] and spent["slow"] >= 1.0
+    cls = summarize(records, [])["classification"]
+    assert set(cls["per_model"]) == {"fast"} and cls["per_model"]["fast"]["timeouts"] == 0
+    assert cls["timeouts"]["slow"]["count"] == 1 and cls["timeouts"]["slow"]["fits"][0]["table"] == "penguins"
+
+
+def test_split_summary_pools_splits_counts_timeouts_and_checks_the_targets(tmp_path: Path) -> None:
+    """Over the splits: means, ranks and W-L over every (split, table) cell; a timeout is left out of the
+    means, counted, and ranked last in ``mean_rank_timeouts_last``; the two issue-28 rank targets."""
+    from issue28_splits_summary import summarize
+
+    def rec(table: str, model: str, split: int, auc: float | None) -> dict:
+        if auc is None:
+            return {"table": table, "task": "classification", "model": model, "split": split, "status": "timeout",
+                    "fit_predict_s": 60.0}
+        return {"table": table, "task": "classification", "model": model, "split": split, "status": "ok",
+                "fit_predict_s": 1.0, "metrics": {"roc_auc": auc}}
+
+    scores = {  # split -> table -> (stack, tabflex, catboost); catboost times out on (1, "b")
+        0: {"a": (0.9, 0.8, 0.7), "b": (0.9, 0.7, 0.8)},
+        1: {"a": (0.9, 0.8, 0.7), "b": (0.6, 0.9, None)},
+    }
+    lines = [rec(t, m, s, v) for s, ts in scores.items() for t, vs in ts.items()
+             for m, v in zip(("stack-guard", "tabflex", "catboost"), vs, strict=True)]
+    run = tmp_path / "run.json.partial.jsonl"
+    run.write_text("\n".join(json.dumps(x) for x in [rec("b", "catboost", 1, 0.5), *lines]) + "\n")
+    res = summarize([(str(run), {})], ["stack-guard", "tabflex", "catboost"])
+    s1 = res["per_split"]["classification/split1"]
+    assert s1["tables_with_every_model"] == ["a"], "the later timeout replaces the earlier score"
+    assert s1["timeouts"] == {"catboost": {"count": 1, "tables": ["b"]}}
+    assert s1["mean_rank_timeouts_last"] == {"tables": 2, "mean_rank": {"stack-guard": 1.5, "tabflex": 1.5,
+                                                                       "catboost": 3.0}}
+    over = res["over_splits"]["classification"]
+    assert over["cells"] == 3 and over["splits"] == ["classification/split0", "classification/split1"]
+    assert over["mean"] == {"stack-guard": 0.9, "tabflex": 0.7667, "catboost": 0.7333}
+    assert over["mean_rank"]["stack-guard"] == 1.0 and over["timeouts"]["catboost"] == 1
+    assert over["wins_losses"]["tabflex"]["catboost"] == {"wins": 2, "losses": 1, "ties": 0}
+    assert over["targets"]["stacking_best_mean_rank"]["met"]
+    tf = over["targets"]["tabflex_rank_better_than_every_gbdt"]
+    assert tf["gbdts_present"] == ["catboost"] and tf["head_to_head_mean_ranks"]["tabflex"] == 1.333 and tf["met"]
+    assert not res["per_split"]["classification/split0"]["targets"]["tabflex_rank_better_than_every_gbdt"]["met"]
