@@ -256,8 +256,9 @@ def test_the_summaries_in_pieces_of_columns_equal_one_piece(col_tokens: int, mon
         assert len(pieces) == len(whole) == blocks
         for (k0, v0), (k1, v1) in zip(whole, pieces, strict=True):
             assert k1.shape == k0.shape == (2 * 5, model.cfg.col_heads, model.cfg.col_inducing, model.cfg.d // model.cfg.col_heads)
-            torch.testing.assert_close(k1, k0, rtol=0, atol=1e-6)
-            torch.testing.assert_close(v1, v0, rtol=0, atol=1e-6)
+            # pieces are other matmul batch shapes: bitwise on some CPUs, fp32 rounding (~3e-5 relative) on others
+            torch.testing.assert_close(k1, k0, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(v1, v0, rtol=1e-4, atol=1e-5)
 
 
 def test_fused_row_embeddings_equal_the_stages_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
