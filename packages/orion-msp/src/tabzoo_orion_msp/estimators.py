@@ -42,7 +42,9 @@ from tabzoo.checkpoint import load_shipped_model, shipped_dir
 from tabzoo.checkpoint import shipped_checkpoints as _shipped
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import InContextClassifier, class_balance
+from tabzoo.estimators.base import _seed_from
 from tabzoo.estimators.forward import ConcatForward
+from tabzoo.estimators.members import EnsembleMember, check_transforms, feature_scores, make_members
 from tabzoo.train.finetune import FineTuneMixin
 
 from tabzoo_orion_msp.model import OrionMSP
@@ -51,6 +53,56 @@ logger = logging.getLogger(__name__)
 
 #: ``class_balance``: the most times one context row is repeated (bounds the context's growth)
 MAX_REPEAT = 64
+#: ``member_features="auto"``: tables with more features than this try members of this many scored features
+AUTO_MEMBER_FEATURES = 30
+#: ``member_features="auto"``: share of the training rows held out by the inner split, and its most query rows
+INNER_HOLDOUT = 0.25
+INNER_MAX_QUERY = 1000
+#: ``feature_selection``: how members with fewer features than the table choose them
+FEATURE_SELECTIONS = ("scored", "balanced")
+
+
+def _mean_ovr_auc(y: np.ndarray, proba: np.ndarray) -> float:
+    """Mean one-vs-rest ROC-AUC of ``proba [n, k]`` for labels ``y [n]`` over the classes present (ties: half)."""
+    aucs = []
+    for c in np.unique(y):
+        pos = y == c
+        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+        if n_pos == 0 or n_neg == 0:
+            continue
+        s = proba[:, int(c)]
+        order = np.argsort(s, kind="mergesort")
+        ranks = np.empty(s.size)
+        sorted_s = s[order]
+        # average ranks of ties
+        _, first, counts = np.unique(sorted_s, return_index=True, return_counts=True)
+        avg = first + (counts - 1) / 2.0 + 1.0
+        ranks[order] = np.repeat(avg, counts)
+        aucs.append((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    return float(np.mean(aucs)) if aucs else float("nan")
+
+
+def inner_split(y: np.ndarray, seed: int, share: float = INNER_HOLDOUT,
+                max_query: int = INNER_MAX_QUERY) -> tuple[np.ndarray, np.ndarray]:
+    """A class-stratified split of the training rows ``y [n]`` into (inner context, inner holdout) positions.
+
+    Each class holds out ``round(share * n_c)`` rows (none of a class with one row), at most ``max_query`` in
+    all (proportionally fewer per class); deterministic for ``seed``. Both are sorted.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 27182])
+    scale = min(1.0, max_query / max(1.0, share * y.size))
+    hold = []
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        m = int(round(share * scale * idx.size))
+        m = min(m, idx.size - 1)
+        if m > 0:
+            hold.append(rng.permutation(idx)[:m])
+    held = np.sort(np.concatenate(hold)) if hold else np.zeros(0, dtype=np.int64)
+    mask = np.ones(y.size, dtype=bool)
+    mask[held] = False
+    return np.flatnonzero(mask), held
 
 
 class RepeatForward(ConcatForward):
@@ -157,8 +209,22 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
     :param many_class: more classes than the head's 10: ``"hierarchical"`` (appendix A.6: balanced
         class tree, ``p(c) = p(group) p(c | group)``) or ``"ecoc"`` (16 random balanced error-correcting
         codes, :func:`tabzoo.estimators.hierarchy.ecoc_proba`).
+    :param feature_selection: when a member reads fewer features than the table has: ``"scored"``
+        (default; :func:`tabzoo.estimators.members.scored_subsets`: ``feature_top_share`` of each subset
+        is the most relevant features by :func:`~tabzoo.estimators.members.feature_scores` on the training
+        rows, the rest drawn weighted by relevance) or ``"balanced"`` (every feature about equally often,
+        the behaviour before 2026-11-29).
+    :param feature_top_share: share of each scored subset that is the top-scoring features (0.75).
+    :param member_features: features per member: None (the model's ``max_features``), an int (at most
+        that many) or ``"auto"`` (default): a table with more than :data:`AUTO_MEMBER_FEATURES` features
+        is split once more, on its training rows only (:func:`inner_split`), and the members read
+        :data:`AUTO_MEMBER_FEATURES` scored features when that scores a higher ROC-AUC on the inner
+        holdout than the model's ``max_features``; the choice is ``member_selection_``.
+    :param categorical_encoding: ``"ordinal"`` (default) or ``"onehot"`` (the core's expansion of
+        categorical columns with few levels, within the model's ``max_features``).
 
-    Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``. Any number of classes: beyond
+    Fitted: ``classes_``, ``n_classes_``, ``members_``, ``model_``, ``member_selection_`` (the features per
+    member and, with ``member_features="auto"`` on a wide table, the inner split's ROC-AUC of each choice). Any number of classes: beyond
     the head's 10 the hierarchical split of appendix A.6 takes over.
     """
 
@@ -177,7 +243,9 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  categorical_features: Any = "auto", pad_features: bool = True,
                  max_context_rows: int | None = 4096, fine_tune: Any = None,
                  wide_features: int | None = None, class_balance: float = 0.5,
-                 many_class: str = "hierarchical") -> None:
+                 many_class: str = "hierarchical", feature_selection: str = "scored",
+                 feature_top_share: float = 0.75, member_features: int | str | None = "auto",
+                 categorical_encoding: str = "ordinal") -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -194,6 +262,10 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         self.wide_features = wide_features
         self.class_balance = class_balance
         self.many_class = many_class
+        self.feature_selection = feature_selection
+        self.feature_top_share = feature_top_share
+        self.member_features = member_features
+        self.categorical_encoding = categorical_encoding
 
     def _load_model(self) -> torch.nn.Module:
         model = load_orion(self.checkpoint)
@@ -226,8 +298,73 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         if self.many_class not in MANY_CLASS:
             raise TabzooInputError(f"many_class must be one of {MANY_CLASS}, got {self.many_class!r}.")
         self._balance_strength()  # refuses a bad class_balance now, with the core's message
+        if self.feature_selection not in FEATURE_SELECTIONS:
+            raise TabzooInputError(f"feature_selection must be one of {FEATURE_SELECTIONS}, got {self.feature_selection!r}.")
+        share = self.feature_top_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= float(share) <= 1.0:
+            raise TabzooInputError(f"feature_top_share must be a number in [0, 1], got {share!r}.")
+        mf = self.member_features
+        if not (mf is None or mf == "auto" or (isinstance(mf, int | np.integer) and not isinstance(mf, bool) and mf >= 1)):
+            raise TabzooInputError(f"member_features must be None, 'auto' or an int >= 1, got {mf!r}.")
         super().fit(X, y)
         return self
+
+    # -- members ---------------------------------------------------------------------------------
+    def _members_for(self, n_features: int, n_classes: int, seed: int, cap: int,
+                     x: np.ndarray, y: np.ndarray) -> list[EnsembleMember]:
+        """Members reading at most ``cap`` features; scored subsets use the relevance of ``x``, ``y`` (training rows)."""
+        transforms = check_transforms(self.feature_transforms)
+        scored = self.feature_selection == "scored" and cap < n_features
+        scores = feature_scores(x, y, n_classes) if scored else None
+        return make_members(int(self.n_estimators), n_features, n_classes, seed, cap, transforms=transforms,
+                            subsample="scored" if scored else "balanced", scores=scores,
+                            top_share=float(self.feature_top_share))
+
+    def _make_members(self, n_features: int, n_classes: int) -> list[EnsembleMember]:
+        seed = _seed_from(self.random_state)
+        cap = self._member_feature_cap(n_features, n_classes, seed)
+        return self._members_for(n_features, n_classes, seed, cap, self.X_context_, self.y_context_)
+
+    def _member_feature_cap(self, n_features: int, n_classes: int, seed: int) -> int:
+        """Features per member (see ``member_features``); records ``member_selection_``."""
+        limit = self._model_limit("max_features") or n_features
+        limit = min(limit, n_features)
+        mf = self.member_features
+        if mf is None or (mf == "auto" and (n_features <= AUTO_MEMBER_FEATURES or self.feature_selection != "scored")):
+            self.member_selection_: dict[str, Any] = {"features": int(limit), "source": "model"}
+            return int(limit)
+        if mf != "auto":
+            self.member_selection_ = {"features": int(min(int(mf), limit)), "source": "member_features"}
+            return int(min(int(mf), limit))
+        small = min(AUTO_MEMBER_FEATURES, limit)
+        train, hold = inner_split(self.y_context_, seed)
+        if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2 or small >= limit:
+            self.member_selection_ = {"features": int(limit), "source": "model (no inner split)"}
+            return int(limit)
+        k = int(self.n_classes_)
+        xt, yt = self.X_context_[train], self.y_context_[train]
+        scores: dict[int, float] = {}
+        for c in (limit, small):
+            self.members_ = self._members_for(n_features, n_classes, seed, c, xt, yt)
+            self.member_views_ = None
+            self.context_cache_ = {}
+            self.local_ = None
+            proba = self._proba(self.y_context_, k, self.X_context_[hold], context_rows=train)
+            scores[int(c)] = _mean_ovr_auc(self.y_context_[hold], proba)
+        self.member_views_ = None
+        self.context_cache_ = {}
+        best = small if scores[small] > scores[limit] else limit
+        self.member_selection_ = {"features": int(best), "source": "inner split",
+                                  "inner_roc_auc": {str(c): round(v, 6) for c, v in scores.items()},
+                                  "inner_rows": [int(train.size), int(hold.size)]}
+        return int(best)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return super()._extra_state() | {"member_selection": getattr(self, "member_selection_", None)}
+
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
+        super()._set_extra_state(state)
+        self.member_selection_ = state.get("member_selection")
 
     # -- inference -------------------------------------------------------------------------------
     def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray] | None:
