@@ -60,6 +60,73 @@ INNER_HOLDOUT = 0.25
 INNER_MAX_QUERY = 1000
 #: ``feature_selection``: how members with fewer features than the table choose them
 FEATURE_SELECTIONS = ("scored", "balanced")
+#: ``linear_blend="auto"``: the weights of the linear model's log-probabilities the inner split chooses from
+BLEND_WEIGHTS = (0.0, 0.25, 0.5)
+
+
+class LinearMember:
+    """A multinomial logistic regression on the preprocessed training rows (standardised, NaN -> 0), the
+    linear member of ``linear_blend``; its parameters are plain arrays (saved pickle-free).
+
+    :param C: inverse L2 strength (scikit-learn's ``LogisticRegression(C=1.0)``).
+    """
+
+    def __init__(self, C: float = 1.0) -> None:
+        self.C = float(C)
+
+    def fit(self, x: np.ndarray, y: np.ndarray, n_classes: int) -> LinearMember:
+        """``x [n, f]`` preprocessed rows, ``y [n]`` labels ``0..k-1``."""
+        from sklearn.linear_model import LogisticRegression
+
+        x = np.nan_to_num(np.asarray(x, dtype=np.float64))
+        self.mean_ = x.mean(axis=0)
+        sd = x.std(axis=0)
+        self.scale_ = np.where(sd > 1e-9, sd, 1.0)
+        z = (x - self.mean_) / self.scale_
+        present = np.unique(y)
+        self.coef_ = np.zeros((n_classes, x.shape[1]))
+        self.intercept_ = np.full(n_classes, -30.0)  # a class absent from the rows: ~0 probability
+        if present.size == 1:
+            self.intercept_[present] = 0.0
+            return self
+        lr = LogisticRegression(C=self.C, max_iter=1000).fit(z, y)
+        if present.size == 2:  # scikit-learn's binary model: one logit for the second class
+            self.coef_[present[1]] = lr.coef_[0]
+            self.intercept_[present[1]] = lr.intercept_[0]
+            self.intercept_[present[0]] = 0.0
+            self.coef_[present[0]] = 0.0
+        else:
+            self.coef_[present] = lr.coef_
+            self.intercept_[present] = lr.intercept_
+        return self
+
+    def log_proba(self, x: np.ndarray) -> np.ndarray:
+        """``[n, k]`` log-probabilities of preprocessed rows ``x [n, f]``."""
+        z = (np.nan_to_num(np.asarray(x, dtype=np.float64)) - self.mean_) / self.scale_
+        logits = z @ self.coef_.T + self.intercept_
+        logits -= logits.max(axis=1, keepdims=True)
+        return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+
+    def state(self) -> dict[str, Any]:
+        return {"C": self.C, "mean": self.mean_.tolist(), "scale": self.scale_.tolist(),
+                "coef": self.coef_.tolist(), "intercept": self.intercept_.tolist()}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LinearMember:
+        out = cls(float(state["C"]))
+        out.mean_, out.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
+        out.coef_, out.intercept_ = np.asarray(state["coef"]), np.asarray(state["intercept"])
+        return out
+
+
+def blend(proba: np.ndarray, linear_log_proba: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - w) log p_orion + w log p_linear``, normalised: ``[n, k]`` probabilities."""
+    if weight <= 0:
+        return proba
+    logp = (1 - weight) * np.log(np.clip(proba, 1e-300, None)) + weight * linear_log_proba
+    logp -= logp.max(axis=1, keepdims=True)
+    out = np.exp(logp)
+    return out / out.sum(axis=1, keepdims=True)
 
 
 def _mean_ovr_auc(y: np.ndarray, proba: np.ndarray) -> float:
@@ -219,7 +286,12 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         that many) or ``"auto"`` (default): a table with more than :data:`AUTO_MEMBER_FEATURES` features
         is split once more, on its training rows only (:func:`inner_split`), and the members read
         :data:`AUTO_MEMBER_FEATURES` scored features when that scores a higher ROC-AUC on the inner
-        holdout than the model's ``max_features``; the choice is ``member_selection_``.
+        holdout than the model's ``max_features``; the choice is ``member_selection_``. With
+        ``wide_features`` set, ``"auto"`` means the model's (widened) ``max_features``.
+    :param linear_blend: 0 (default; ORION alone), a weight in [0, 1) or ``"auto"``: the output is the
+        normalised ``(1 - w) log p + w log p_linear`` of a logistic regression fitted on the same training
+        rows (:class:`LinearMember`); ``"auto"`` chooses ``w`` from :data:`BLEND_WEIGHTS` by ROC-AUC on the
+        inner split of the training rows (:func:`inner_split`). Fitted: ``linear_blend_`` (the weight used).
     :param categorical_encoding: ``"ordinal"`` (default) or ``"onehot"`` (the core's expansion of
         categorical columns with few levels, within the model's ``max_features``).
 
@@ -245,7 +317,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  wide_features: int | None = None, class_balance: float = 0.5,
                  many_class: str = "hierarchical", feature_selection: str = "scored",
                  feature_top_share: float = 0.75, member_features: int | str | None = "auto",
-                 categorical_encoding: str = "ordinal") -> None:
+                 categorical_encoding: str = "ordinal", linear_blend: float | str = 0.0) -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -266,6 +338,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         self.feature_top_share = feature_top_share
         self.member_features = member_features
         self.categorical_encoding = categorical_encoding
+        self.linear_blend = linear_blend
 
     def _load_model(self) -> torch.nn.Module:
         model = load_orion(self.checkpoint)
@@ -306,8 +379,71 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         mf = self.member_features
         if not (mf is None or mf == "auto" or (isinstance(mf, int | np.integer) and not isinstance(mf, bool) and mf >= 1)):
             raise TabzooInputError(f"member_features must be None, 'auto' or an int >= 1, got {mf!r}.")
+        lb = self.linear_blend
+        if not (lb == "auto" or (isinstance(lb, int | float) and not isinstance(lb, bool) and 0.0 <= float(lb) < 1.0)):
+            raise TabzooInputError(f"linear_blend must be 'auto' or a weight in [0, 1), got {lb!r}.")
+        self._inner_: dict[str, Any] | None = None
         super().fit(X, y)
+        self._fit_linear_blend()
+        self._inner_ = None
         return self
+
+    # -- the linear member -------------------------------------------------------------------------
+    def _fit_linear_blend(self) -> None:
+        """``linear_blend``: the weight (chosen on the inner split with ``"auto"``) and the linear member."""
+        self.linear_member_: LinearMember | None = None
+        self.linear_blend_: float = 0.0
+        lb = self.linear_blend
+        k = int(self.n_classes_)
+        if k < 2 or lb == 0:
+            return
+        if lb == "auto":
+            inner = self._inner_
+            seed = _seed_from(self.random_state) if inner is None else inner["seed"]
+            if inner is None:  # the members the inner context would have, their probabilities on the holdout
+                train, hold = inner_split(self.y_context_, seed)
+                if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2:
+                    return
+                members = self.members_
+                cap = max(len(m.features) for m in members)
+                proba = self._inner_proba(self.X_context_.shape[1], seed, cap, train, hold)
+                self.members_ = members  # back to the fitted members, as fit left them
+                self.member_views_ = None
+                self.context_cache_ = {}
+                self._views()
+                self._fit_local()
+                self._warm_cache()
+                inner = {"train": train, "hold": hold, "proba": proba}
+            train, hold, proba = inner["train"], inner["hold"], inner["proba"]
+            lin = LinearMember().fit(self.X_context_[train], self.y_context_[train], k).log_proba(self.X_context_[hold])
+            yh = self.y_context_[hold]
+            scores = {w: _mean_ovr_auc(yh, blend(proba, lin, w)) for w in BLEND_WEIGHTS}
+            best = max(BLEND_WEIGHTS, key=lambda w: (scores[w], -w))
+            self.linear_blend_ = float(best)
+            self.linear_blend_inner_ = {str(w): round(v, 6) for w, v in scores.items()}
+        else:
+            self.linear_blend_ = float(lb)
+        if self.linear_blend_ > 0:
+            self.linear_member_ = LinearMember().fit(self.X_context_, self.y_context_, k)
+
+    def _inner_proba(self, n_features: int, seed: int, cap: int, train: np.ndarray, hold: np.ndarray) -> np.ndarray:
+        """Probabilities ``[n_hold, k]`` of the holdout rows from the inner context, with members built (scores
+        included) from the inner context's rows only. Leaves ``members_`` set to those members."""
+        n_classes = int(self.n_classes_)
+        self.members_ = self._members_for(n_features, n_classes, seed, cap, self.X_context_[train],
+                                          self.y_context_[train])
+        self.member_views_ = None
+        self.context_cache_ = {}
+        self.local_ = None
+        return self._proba(self.y_context_, n_classes, self.X_context_[hold], context_rows=train)
+
+    def _predict_transformed(self, xq: np.ndarray) -> np.ndarray:
+        out = super()._predict_transformed(xq)
+        member = getattr(self, "linear_member_", None)
+        w = float(getattr(self, "linear_blend_", 0.0) or 0.0)
+        if member is None or w <= 0 or out.shape[1] < 2:
+            return out
+        return blend(out, member.log_proba(xq), w)
 
     # -- members ---------------------------------------------------------------------------------
     def _members_for(self, n_features: int, n_classes: int, seed: int, cap: int,
@@ -330,7 +466,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         limit = self._model_limit("max_features") or n_features
         limit = min(limit, n_features)
         mf = self.member_features
-        if mf is None or (mf == "auto" and (n_features <= AUTO_MEMBER_FEATURES or self.feature_selection != "scored")):
+        if mf is None or (mf == "auto" and (n_features <= AUTO_MEMBER_FEATURES or self.feature_selection != "scored"
+                                            or self.wide_features is not None)):
             self.member_selection_: dict[str, Any] = {"features": int(limit), "source": "model"}
             return int(limit)
         if mf != "auto":
@@ -341,30 +478,32 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2 or small >= limit:
             self.member_selection_ = {"features": int(limit), "source": "model (no inner split)"}
             return int(limit)
-        k = int(self.n_classes_)
-        xt, yt = self.X_context_[train], self.y_context_[train]
         scores: dict[int, float] = {}
+        probas: dict[int, np.ndarray] = {}
         for c in (limit, small):
-            self.members_ = self._members_for(n_features, n_classes, seed, c, xt, yt)
-            self.member_views_ = None
-            self.context_cache_ = {}
-            self.local_ = None
-            proba = self._proba(self.y_context_, k, self.X_context_[hold], context_rows=train)
-            scores[int(c)] = _mean_ovr_auc(self.y_context_[hold], proba)
+            probas[c] = self._inner_proba(n_features, seed, c, train, hold)
+            scores[int(c)] = _mean_ovr_auc(self.y_context_[hold], probas[c])
         self.member_views_ = None
         self.context_cache_ = {}
         best = small if scores[small] > scores[limit] else limit
+        self._inner_ = {"seed": seed, "train": train, "hold": hold, "proba": probas[best]}
         self.member_selection_ = {"features": int(best), "source": "inner split",
                                   "inner_roc_auc": {str(c): round(v, 6) for c, v in scores.items()},
                                   "inner_rows": [int(train.size), int(hold.size)]}
         return int(best)
 
     def _extra_state(self) -> dict[str, Any]:
-        return super()._extra_state() | {"member_selection": getattr(self, "member_selection_", None)}
+        member = getattr(self, "linear_member_", None)
+        return super()._extra_state() | {"member_selection": getattr(self, "member_selection_", None),
+                                         "linear_blend": float(getattr(self, "linear_blend_", 0.0) or 0.0),
+                                         "linear_member": None if member is None else member.state()}
 
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
         self.member_selection_ = state.get("member_selection")
+        self.linear_blend_ = float(state.get("linear_blend") or 0.0)
+        lm = state.get("linear_member")
+        self.linear_member_ = None if lm is None else LinearMember.from_state(lm)
 
     # -- inference -------------------------------------------------------------------------------
     def _context_subsets(self, rows: np.ndarray, y: np.ndarray, k: int) -> list[np.ndarray] | None:
