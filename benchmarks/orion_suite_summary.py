@@ -42,7 +42,7 @@ def _block(cells: dict[tuple[int, str], dict[str, dict[str, float]]], model: str
     names = (model, *PEERS)
     auc = {m: [cells[k][m]["roc_auc"] for k in keys] for m in names}
     ranks = [_ranks({m: cells[k][m]["roc_auc"] for m in names}) for k in keys]
-    gap = sorted(((cells[k][model]["roc_auc"] - cells[k]["linear"]["roc_auc"], k) for k in keys))
+    gap = sorted((cells[k][model]["roc_auc"] - cells[k]["linear"]["roc_auc"], k) for k in keys)
     return {
         "n": len(keys),
         "mean_roc_auc": {m: round(sum(v) / len(v), 4) for m, v in auc.items()},
