@@ -104,3 +104,16 @@ def test_bad_member_options_are_refused(kw: dict) -> None:
     X, y = _wide(20)
     with pytest.raises(TabzooInputError):
         OrionMSPClassifier(device="cpu", n_estimators=1, **kw).fit(X, y)
+
+
+def test_the_linear_member_one_hot_encodes_categoricals_and_round_trips() -> None:
+    rng = np.random.default_rng(0)
+    cat = rng.integers(0, 4, 200).astype(float)
+    x = np.column_stack([rng.standard_normal(200), cat])
+    x[::7, 0] = np.nan
+    y = (cat == 2).astype(int)  # not monotone in the code: only the one-hot sees it
+    member = LinearMember(categorical=[1]).fit(x, y, 2)
+    assert member.levels_[0].tolist() == [0.0, 1.0, 2.0, 3.0] and member.missing_.tolist() == [0]
+    p = np.exp(member.log_proba(x))
+    assert roc_auc_score(y, p[:, 1]) > 0.99
+    np.testing.assert_array_equal(LinearMember.from_state(member.state()).log_proba(x), member.log_proba(x))

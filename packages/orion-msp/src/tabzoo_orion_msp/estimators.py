@@ -65,36 +65,59 @@ BLEND_WEIGHTS = (0.0, 0.25, 0.5)
 
 
 class LinearMember:
-    """A multinomial logistic regression on the preprocessed training rows (standardised, NaN -> 0), the
-    linear member of ``linear_blend``; its parameters are plain arrays (saved pickle-free).
+    """A multinomial logistic regression on the preprocessed training rows, the linear member of
+    ``linear_blend``: numeric columns standardised (NaN -> 0, plus a missing indicator where the training rows
+    have NaN), categorical columns one-hot over their levels seen at least :attr:`min_count` times (at most
+    :attr:`max_levels` per column; rarer levels are all-zero). Its parameters are plain arrays (saved pickle-free).
 
     :param C: inverse L2 strength (scikit-learn's ``LogisticRegression(C=1.0)``).
+    :param categorical: indices of categorical columns of the rows it is given.
     """
 
-    def __init__(self, C: float = 1.0) -> None:
+    min_count = 5
+    max_levels = 30
+
+    def __init__(self, C: float = 1.0, categorical: tuple[int, ...] | list[int] = ()) -> None:
         self.C = float(C)
+        self.categorical = [int(c) for c in categorical]
+
+    def _design(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        parts = [np.nan_to_num(x[:, self.numeric_]), np.isnan(x[:, self.missing_]).astype(np.float64)]
+        parts += [(x[:, [j]] == lv[None, :]).astype(np.float64) for j, lv in zip(self.categorical, self.levels_,
+                                                                                 strict=True)]
+        return np.concatenate(parts, axis=1)
 
     def fit(self, x: np.ndarray, y: np.ndarray, n_classes: int) -> LinearMember:
         """``x [n, f]`` preprocessed rows, ``y [n]`` labels ``0..k-1``."""
         from sklearn.linear_model import LogisticRegression
 
-        x = np.nan_to_num(np.asarray(x, dtype=np.float64))
-        self.mean_ = x.mean(axis=0)
-        sd = x.std(axis=0)
+        x = np.asarray(x, dtype=np.float64)
+        cats = set(self.categorical)
+        self.numeric_ = np.array([j for j in range(x.shape[1]) if j not in cats], dtype=np.int64)
+        self.missing_ = np.array([j for j in self.numeric_ if np.isnan(x[:, j]).any()], dtype=np.int64)
+        self.levels_ = []
+        for j in self.categorical:
+            vals, counts = np.unique(x[:, j][np.isfinite(x[:, j])], return_counts=True)
+            keep = np.argsort(-counts, kind="stable")[: self.max_levels]
+            keep = keep[counts[keep] >= self.min_count]
+            self.levels_.append(np.sort(vals[keep]))
+        d = self._design(x)
+        self.mean_ = d.mean(axis=0)
+        sd = d.std(axis=0)
         self.scale_ = np.where(sd > 1e-9, sd, 1.0)
-        z = (x - self.mean_) / self.scale_
+        z = (d - self.mean_) / self.scale_
         present = np.unique(y)
-        self.coef_ = np.zeros((n_classes, x.shape[1]))
+        self.coef_ = np.zeros((n_classes, d.shape[1]))
         self.intercept_ = np.full(n_classes, -30.0)  # a class absent from the rows: ~0 probability
         if present.size == 1:
             self.intercept_[present] = 0.0
             return self
         lr = LogisticRegression(C=self.C, max_iter=1000).fit(z, y)
-        if present.size == 2:  # scikit-learn's binary model: one logit for the second class
+        if present.size == 2:  # scikit-learn's binary model: one logit, for the second class
             self.coef_[present[1]] = lr.coef_[0]
             self.intercept_[present[1]] = lr.intercept_[0]
             self.intercept_[present[0]] = 0.0
-            self.coef_[present[0]] = 0.0
         else:
             self.coef_[present] = lr.coef_
             self.intercept_[present] = lr.intercept_
@@ -102,18 +125,25 @@ class LinearMember:
 
     def log_proba(self, x: np.ndarray) -> np.ndarray:
         """``[n, k]`` log-probabilities of preprocessed rows ``x [n, f]``."""
-        z = (np.nan_to_num(np.asarray(x, dtype=np.float64)) - self.mean_) / self.scale_
+        z = (self._design(x) - self.mean_) / self.scale_
         logits = z @ self.coef_.T + self.intercept_
         logits -= logits.max(axis=1, keepdims=True)
         return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
 
     def state(self) -> dict[str, Any]:
-        return {"C": self.C, "mean": self.mean_.tolist(), "scale": self.scale_.tolist(),
-                "coef": self.coef_.tolist(), "intercept": self.intercept_.tolist()}
+        """Plain lists (JSON) of the fitted parameters."""
+        return {"C": self.C, "categorical": self.categorical, "numeric": self.numeric_.tolist(),
+                "missing": self.missing_.tolist(), "levels": [lv.tolist() for lv in self.levels_],
+                "mean": self.mean_.tolist(), "scale": self.scale_.tolist(), "coef": self.coef_.tolist(),
+                "intercept": self.intercept_.tolist()}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LinearMember:
-        out = cls(float(state["C"]))
+        """The member of :meth:`state`."""
+        out = cls(float(state["C"]), state["categorical"])
+        out.numeric_ = np.asarray(state["numeric"], dtype=np.int64)
+        out.missing_ = np.asarray(state["missing"], dtype=np.int64)
+        out.levels_ = [np.asarray(lv, dtype=np.float64) for lv in state["levels"]]
         out.mean_, out.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
         out.coef_, out.intercept_ = np.asarray(state["coef"]), np.asarray(state["intercept"])
         return out
@@ -415,7 +445,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                 self._warm_cache()
                 inner = {"train": train, "hold": hold, "proba": proba}
             train, hold, proba = inner["train"], inner["hold"], inner["proba"]
-            lin = LinearMember().fit(self.X_context_[train], self.y_context_[train], k).log_proba(self.X_context_[hold])
+            member = LinearMember(categorical=self._view_categoricals())
+            lin = member.fit(self.X_context_[train], self.y_context_[train], k).log_proba(self.X_context_[hold])
             yh = self.y_context_[hold]
             scores = {w: _mean_ovr_auc(yh, blend(proba, lin, w)) for w in BLEND_WEIGHTS}
             best = max(BLEND_WEIGHTS, key=lambda w: (scores[w], -w))
@@ -424,7 +455,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         else:
             self.linear_blend_ = float(lb)
         if self.linear_blend_ > 0:
-            self.linear_member_ = LinearMember().fit(self.X_context_, self.y_context_, k)
+            self.linear_member_ = LinearMember(categorical=self._view_categoricals()).fit(
+                self.X_context_, self.y_context_, k)
 
     def _inner_proba(self, n_features: int, seed: int, cap: int, train: np.ndarray, hold: np.ndarray) -> np.ndarray:
         """Probabilities ``[n_hold, k]`` of the holdout rows from the inner context, with members built (scores
