@@ -532,7 +532,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
 
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
-        self.member_selection_ = state.get("member_selection")
+        self.member_selection_ = dict(state.get("member_selection") or {})
         self.linear_blend_ = float(state.get("linear_blend") or 0.0)
         lm = state.get("linear_member")
         self.linear_member_ = None if lm is None else LinearMember.from_state(lm)
