@@ -86,7 +86,7 @@ def test_linear_blend_auto_fixed_and_save_load(tmp_path) -> None:
     est, p = _fit(linear_blend="auto")
     assert est.linear_blend_ in BLEND_WEIGHTS
     assert set(est.linear_blend_inner_) == {str(w) for w in BLEND_WEIGHTS}
-    plain, p0 = _fit()
+    plain, p0 = _fit(linear_blend=0)
     fixed, p25 = _fit(linear_blend=0.25)
     lin = LinearMember().fit(fixed.X_context_, fixed.y_context_, 2)
     np.testing.assert_allclose(p25, blend(p0, lin.log_proba(fixed._transform_query(X[70:])), 0.25), atol=1e-9)

@@ -179,23 +179,30 @@ def _mean_ovr_auc(y: np.ndarray, proba: np.ndarray) -> float:
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
-def inner_split(y: np.ndarray, seed: int, share: float = INNER_HOLDOUT,
-                max_query: int = INNER_MAX_QUERY) -> tuple[np.ndarray, np.ndarray]:
+def inner_split(y: np.ndarray, seed: int, share: float = INNER_HOLDOUT, max_query: int = INNER_MAX_QUERY,
+                x: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A class-stratified split of the training rows ``y [n]`` into (inner context, inner holdout) positions.
 
     Each class holds out ``round(share * n_c)`` rows (none of a class with one row), at most ``max_query`` in
-    all (proportionally fewer per class); deterministic for ``seed``. Both are sorted.
+    all (proportionally fewer per class); deterministic for ``seed``. With the rows ``x [n, f]`` the held-out
+    rows of a class are those with the smallest seeded projection of their content (as ``max_context_rows``
+    chooses), so the split does not depend on the order of the training rows; without, a seeded permutation.
+    Both are sorted.
     """
     y = np.asarray(y, dtype=np.int64)
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 27182])
+    if x is not None:
+        xf = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+        key = xf @ rng.standard_normal(xf.shape[1])
+    else:
+        key = rng.permutation(y.size).astype(np.float64)
     scale = min(1.0, max_query / max(1.0, share * y.size))
     hold = []
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
-        m = int(round(share * scale * idx.size))
-        m = min(m, idx.size - 1)
+        m = min(int(round(share * scale * idx.size)), idx.size - 1)
         if m > 0:
-            hold.append(rng.permutation(idx)[:m])
+            hold.append(idx[np.argsort(key[idx], kind="stable")[:m]])
     held = np.sort(np.concatenate(hold)) if hold else np.zeros(0, dtype=np.int64)
     mask = np.ones(y.size, dtype=bool)
     mask[held] = False
@@ -318,7 +325,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         :data:`AUTO_MEMBER_FEATURES` scored features when that scores a higher ROC-AUC on the inner
         holdout than the model's ``max_features``; the choice is ``member_selection_``. With
         ``wide_features`` set, ``"auto"`` means the model's (widened) ``max_features``.
-    :param linear_blend: 0 (default; ORION alone), a weight in [0, 1) or ``"auto"``: the output is the
+    :param linear_blend: ``"auto"`` (default), a weight in [0, 1) or 0 (ORION-MSP alone): the output is the
         normalised ``(1 - w) log p + w log p_linear`` of a logistic regression fitted on the same training
         rows (:class:`LinearMember`); ``"auto"`` chooses ``w`` from :data:`BLEND_WEIGHTS` by ROC-AUC on the
         inner split of the training rows (:func:`inner_split`). Fitted: ``linear_blend_`` (the weight used).
@@ -347,7 +354,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                  wide_features: int | None = None, class_balance: float = 0.5,
                  many_class: str = "hierarchical", feature_selection: str = "scored",
                  feature_top_share: float = 0.75, member_features: int | str | None = "auto",
-                 categorical_encoding: str = "ordinal", linear_blend: float | str = 0.0) -> None:
+                 categorical_encoding: str = "ordinal", linear_blend: float | str = "auto") -> None:
         # no super().__init__: scikit-learn wants __init__ to set exactly the parameters
         self.checkpoint = checkpoint
         self.n_estimators = n_estimators
@@ -431,7 +438,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
             inner = self._inner_
             seed = _seed_from(self.random_state) if inner is None else inner["seed"]
             if inner is None:  # the members the inner context would have, their probabilities on the holdout
-                train, hold = inner_split(self.y_context_, seed)
+                train, hold = inner_split(self.y_context_, seed, x=self.X_context_)
                 if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2:
                     return
                 members = self.members_
@@ -506,7 +513,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
             self.member_selection_ = {"features": int(min(int(mf), limit)), "source": "member_features"}
             return int(min(int(mf), limit))
         small = min(AUTO_MEMBER_FEATURES, limit)
-        train, hold = inner_split(self.y_context_, seed)
+        train, hold = inner_split(self.y_context_, seed, x=self.X_context_)
         if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2 or small >= limit:
             self.member_selection_ = {"features": int(limit), "source": "model (no inner split)"}
             return int(limit)
