@@ -11,9 +11,12 @@ chunking, device selection and pickle-free save/load. What ORION-MSP adds:
 * **many classes**: beyond the head's ``C_max`` the classes are split into balanced contiguous
   groups, recursively, and ``p(c) = p(group) p(c | group)`` (appendix A.6;
   :mod:`tabzoo.estimators.hierarchy`);
-* **wide tables**: beyond the model's ``max_features`` each member sees a feature subset; the
-  subsets are balanced, so every feature is used about equally often (the core's
-  ``feature_subsample = "balanced"``); the seeds come from ``random_state``;
+* **wide tables**: beyond the model's ``max_features`` (or 30 features, when an inner split of the
+  training rows prefers it: ``member_features="auto"``) each member sees a feature subset, three quarters
+  of it the most relevant features on the training rows (``feature_selection="scored"``; ``"balanced"``
+  uses every feature about equally often); the seeds come from ``random_state``;
+* **a linear member** (``linear_blend="auto"``): a logistic regression on the same training rows is
+  blended into the log-probabilities with a weight in {0, 0.25, 0.5} chosen on that inner split;
 * **member views** (the core's :mod:`tabzoo.estimators.members`): members alternate the
   ``feature_transforms`` (none / Yeo-Johnson power, fitted on the context rows), and members after
   the first permute the category codes of categorical columns (``categorical_features``);
