@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo.estimators import TabularPreprocessor, make_members
@@ -16,7 +16,9 @@ from tabzoo.estimators.members import (
     FeatureTransform,
     balanced_subsets,
     check_transforms,
+    feature_scores,
     fit_member_transforms,
+    scored_subsets,
 )
 from tabzoo.estimators.options import (
     PrecisionFallbackWarning,
@@ -215,3 +217,54 @@ def test_renamed_member_names_stay_importable_with_a_warning() -> None:
         for old, new in (("MemberView", "MemberTransform"), ("fit_member_views", "fit_member_transforms")):
             with pytest.warns(DeprecationWarning, match=new):
                 assert getattr(module, old) is getattr(module, new)
+
+
+# -- scored feature subsets (issue 28: ORION-MSP's members on wide tables) --------------------------
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(1, 6), n_features=st.integers(2, 40), data=st.data())
+def test_scored_subsets_are_deterministic_sorted_and_keep_the_top(seed: int, n_members: int, n_features: int,
+                                                                  data: st.DataObject) -> None:
+    size = data.draw(st.integers(1, n_features))
+    share = data.draw(st.sampled_from([0.0, 0.5, 0.75, 1.0]))
+    scores = np.random.default_rng(seed).exponential(size=n_features)
+    a = scored_subsets(n_members, scores, size, seed, share)
+    b = scored_subsets(n_members, scores, size, seed, share)
+    assert len(a) == n_members
+    top = np.argsort(-scores, kind="stable")[: int(round(share * size))]
+    for s, t in zip(a, b, strict=True):
+        np.testing.assert_array_equal(s, t)  # deterministic for the seed
+        assert s.size == size == np.unique(s).size and np.all(np.diff(s) > 0)
+        assert s.min() >= 0 and s.max() < n_features
+        assert set(top.tolist()) <= set(s.tolist())  # the top share is always kept
+
+
+def test_scored_subsets_refuse_bad_sizes() -> None:
+    with pytest.raises(TabzooInputError, match="size"):
+        scored_subsets(2, np.ones(3), 4, 0)
+    with pytest.raises(TabzooInputError, match="top_share"):
+        scored_subsets(2, np.ones(3), 2, 0, top_share=1.5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(60, 200), n_classes=st.integers(2, 4))
+def test_feature_scores_favour_an_informative_feature(seed: int, n: int, n_classes: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    x = rng.standard_normal((n, 5))
+    x[:, 3] = y + 0.1 * rng.standard_normal(n)  # the label, nearly
+    x[rng.random(n) < 0.1, 1] = np.nan  # missing values are a bin of their own
+    s = feature_scores(x, y, n_classes)
+    assert s.shape == (5,) and np.all(s >= 0) and np.isfinite(s).all()
+    assert int(np.argmax(s)) == 3
+    np.testing.assert_array_equal(s, feature_scores(x, y, n_classes))  # deterministic
+
+
+def test_make_members_scored_uses_the_scores_and_needs_them() -> None:
+    scores = np.zeros(50)
+    scores[[7, 11, 42]] = 1.0
+    members = make_members(4, 50, 2, 0, 10, subsample="scored", scores=scores, top_share=0.3)
+    for m in members:
+        assert len(m.features) == 10 and {7, 11, 42} <= set(m.features)
+    assert list(members[0].features) == sorted(members[0].features)
+    with pytest.raises(TabzooInputError, match="scores"):
+        make_members(4, 50, 2, 0, 10, subsample="scored")

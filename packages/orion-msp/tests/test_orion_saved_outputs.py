@@ -28,7 +28,9 @@ def _cases() -> dict[str, tuple[Any, str, str]]:
     """name -> (estimator, target key, method)."""
     from tabzoo_orion_msp import OrionMSPClassifier
 
-    common = {"device": "cpu", "random_state": 0}
+    # linear_blend=0: the saved outputs are ORION-MSP's own (the default "auto" of 2026-11-29 may blend in a
+    # logistic regression, chosen on an inner split; tested in test_member_selection.py)
+    common = {"device": "cpu", "random_state": 0, "linear_blend": 0}
     ck = "orion-msp-small"
     return {
         f"{ck}/clf": (OrionMSPClassifier(ck, n_estimators=4, categorical_features=[5], **common), "y3", "predict_proba"),

@@ -45,6 +45,8 @@ __all__ = [
     "EnsembleMember",
     "make_members",
     "member_seed",
+    "feature_scores",
+    "scored_subsets",
 ]
 # issue 31: one member, two names read as two things; the fitted per-member transform is a MemberTransform
 __getattr__ = renamed(__name__, {"MemberView": "MemberTransform", "fit_member_views": "fit_member_transforms"})
@@ -289,6 +291,87 @@ def balanced_subsets(n_members: int, n_features: int, size: int, seed: int) -> l
     return out
 
 
+def feature_scores(x: np.ndarray, y: np.ndarray, n_classes: int | None = None, *, bins: int = 16) -> np.ndarray:
+    """Cheap univariate relevance of each feature to the labels, from the training rows only.
+
+    Each column is cut into up to ``bins`` equal-frequency bins (ranks; missing values get a bin of their
+    own) and scored by the mutual information between its bin and the label, in nats, minus the
+    Miller-Madow bias ``(bins_used - 1)(k - 1) / (2 n)`` so a column with many levels is not favoured
+    for its levels alone; clipped at 0. Deterministic (no random draw).
+
+    :param x: ``[n, f]`` training rows (preprocessed; NaN allowed).
+    :param y: ``[n]`` integer labels ``0..k-1``.
+    :param n_classes: ``k`` (default ``max(y) + 1``).
+    :return: ``float64 [f]`` scores >= 0.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64).ravel()
+    if x.ndim != 2 or x.shape[0] != y.size:
+        raise TabzooInputError(f"feature_scores needs x [n, f] and y [n], got {x.shape} and {y.shape}.")
+    n, f = x.shape
+    k = int(n_classes) if n_classes is not None else (int(y.max()) + 1 if y.size else 1)
+    out = np.zeros(f)
+    if n < 2 or k < 2:
+        return out
+    py = np.bincount(y, minlength=k) / n
+    for j in range(f):
+        col = x[:, j]
+        nan = ~np.isfinite(col)
+        codes = np.full(n, bins, dtype=np.int64)
+        ok = ~nan
+        if ok.any():
+            vals = col[ok]
+            uniq = np.unique(vals)
+            if uniq.size <= bins:
+                codes[ok] = np.searchsorted(uniq, vals)
+            else:
+                edges = np.unique(np.quantile(vals, np.linspace(0, 1, bins + 1)[1:-1]))
+                codes[ok] = np.searchsorted(edges, vals, side="right")
+        joint = np.zeros((bins + 1, k))
+        np.add.at(joint, (codes, y), 1.0)
+        joint /= n
+        px = joint.sum(axis=1)
+        used = px > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = joint * np.log(joint / (px[:, None] * py[None, :]))
+        mi = float(np.nansum(terms))
+        out[j] = max(0.0, mi - (int(used.sum()) - 1) * (int((py > 0).sum()) - 1) / (2.0 * n))
+    return out
+
+
+def scored_subsets(n_members: int, scores: np.ndarray, size: int, seed: int, top_share: float = 0.75) -> list[np.ndarray]:
+    """Feature subsets weighted towards relevant features (:func:`feature_scores`).
+
+    Each of the ``n_members`` subsets keeps the ``round(top_share * size)`` highest-scoring features (ties:
+    lower index first) and draws the rest without replacement from the other features with probability
+    proportional to ``score + eps`` (``eps`` a small share of the mean score, so an uninformative feature
+    can still be drawn). Each subset is sorted; deterministic for ``seed``.
+
+    :param scores: ``[n_features]`` non-negative relevance.
+    :param size: features per subset (``1 <= size <= n_features``).
+    """
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    n_features = scores.size
+    if size < 1 or n_features < size:
+        raise TabzooInputError(f"scored_subsets needs 1 <= size <= n_features, got size={size}, n_features={n_features}.")
+    if not 0.0 <= float(top_share) <= 1.0:
+        raise TabzooInputError(f"top_share must be in [0, 1], got {top_share!r}.")
+    scores = np.where(np.isfinite(scores) & (scores > 0), scores, 0.0)
+    order = np.lexsort((np.arange(n_features), -scores))
+    n_top = min(size, int(round(float(top_share) * size)))
+    top = order[:n_top]
+    rest = order[n_top:]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_members):
+        extra = np.zeros(0, dtype=np.int64)
+        if size > n_top:
+            w = scores[rest] + 0.05 * (float(scores.mean()) + 1e-12)
+            extra = rng.choice(rest, size=size - n_top, replace=False, p=w / w.sum())
+        out.append(np.sort(np.concatenate([top, extra]).astype(np.int64)))
+    return out
+
+
 def members_needed(n_features: int, size: int) -> int:
     """Members needed so that :func:`balanced_subsets` covers every feature at least once."""
     return max(1, math.ceil(n_features / max(1, size)))
@@ -320,6 +403,7 @@ def member_seed(seed: int, i: int) -> int:
 def make_members(
     n_estimators: int, n_features: int, n_classes: int, seed: int, max_features: int | None = None,
     *, transforms: Sequence[str] = ("none",), subsample: str = "random",
+    scores: np.ndarray | None = None, top_share: float = 0.75,
 ) -> list[EnsembleMember]:
     """Deterministic members for ``seed``: member 0 keeps the original order and no shift (when
     all features fit); the others use random feature permutations and rotate the classes by
@@ -329,18 +413,26 @@ def make_members(
     :param subsample: when there are more features than ``max_features``: ``"random"`` (each member
         an independent random subset) or ``"balanced"``
         (:func:`balanced_subsets`: every feature used about equally often
-        across members; each subset in a random order except member 0's).
+        across members; each subset in a random order except member 0's) or ``"scored"``
+        (:func:`scored_subsets` of the feature relevance ``scores``, ``top_share`` of each subset the top
+        features; in a random order except member 0's).
+    :param scores: ``[n_features]`` relevance for ``subsample="scored"`` (:func:`feature_scores`).
     """
     if n_estimators < 1:
         raise TabzooInputError(f"n_estimators must be >= 1, got {n_estimators}.")
-    if subsample not in ("random", "balanced"):
-        raise TabzooInputError(f"subsample must be 'random' or 'balanced', got {subsample!r}.")
+    if subsample not in ("random", "balanced", "scored"):
+        raise TabzooInputError(f"subsample must be 'random', 'balanced' or 'scored', got {subsample!r}.")
+    if subsample == "scored" and (scores is None or np.asarray(scores).size != n_features):
+        raise TabzooInputError(f"subsample='scored' needs scores for each of the {n_features} features.")
     transforms = tuple(transforms) or ("none",)
     rng = np.random.default_rng(seed)
     used = n_features if max_features is None else min(n_features, int(max_features))
     subsets = None
     if used < n_features and subsample == "balanced":
         subsets = balanced_subsets(n_estimators, n_features, used, member_seed(seed, 2**31 - 1))
+    elif used < n_features and subsample == "scored":
+        assert scores is not None
+        subsets = scored_subsets(n_estimators, scores, used, member_seed(seed, 2**31 - 1), top_share)
     members = []
     for i in range(n_estimators):
         if i == 0 and used == n_features:

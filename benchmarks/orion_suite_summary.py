@@ -1,0 +1,96 @@
+"""Issue 28: ORION-MSP against LogisticRegression and XGBoost on the real-data suite, per split.
+
+Joins ``benchmarks/realdata.py`` runs (finished JSON) and writes, per split and per ORION runner
+(``orion-msp`` = the estimator's defaults, and any ``--variant`` such as ``orion-blend``), over the
+classification tables where the runner, ``linear`` and ``xgboost`` all have a result: the mean ROC-AUC
+of each, the mean rank among the three (1 = best, ties share), wins / losses / ties against LR and
+XGBoost (per table, ties within 5e-4), the tables ORION loses most to LR, and seconds per table (fit +
+predict); then the same over all (split, table) pairs. LR and XGBoost are deterministic, so a record of
+theirs from any run of the same split and table is the same computation; a later file's record replaces
+an earlier one's.
+
+Usage: ``python benchmarks/orion_suite_summary.py OUT.json RUN.json [RUN.json ...]``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+PEERS = ("linear", "xgboost")
+TIE = 5e-4
+
+
+def _ranks(scores: dict[str, float]) -> dict[str, float]:
+    """1 = best (highest); ties share the mean rank."""
+    ordered = sorted(scores.values(), reverse=True)
+    return {m: (ordered.index(v) + 1 + len(ordered) - ordered[::-1].index(v)) / 2 for m, v in scores.items()}
+
+
+def _wlt(a: list[float], b: list[float]) -> list[int]:
+    w = sum(x > y + TIE for x, y in zip(a, b, strict=True))
+    lo = sum(x < y - TIE for x, y in zip(a, b, strict=True))
+    return [w, lo, len(a) - w - lo]
+
+
+def _block(cells: dict[tuple[int, str], dict[str, dict[str, float]]], model: str) -> dict[str, Any]:
+    keys = sorted(k for k, v in cells.items() if model in v and all(p in v for p in PEERS))
+    if not keys:
+        return {}
+    names = (model, *PEERS)
+    auc = {m: [cells[k][m]["roc_auc"] for k in keys] for m in names}
+    ranks = [_ranks({m: cells[k][m]["roc_auc"] for m in names}) for k in keys]
+    gap = sorted((cells[k][model]["roc_auc"] - cells[k]["linear"]["roc_auc"], k) for k in keys)
+    return {
+        "n": len(keys),
+        "mean_roc_auc": {m: round(sum(v) / len(v), 4) for m, v in auc.items()},
+        "mean_rank": {m: round(sum(r[m] for r in ranks) / len(ranks), 2) for m in names},
+        "vs_linear_w_l_t": _wlt(auc[model], auc["linear"]),
+        "vs_xgboost_w_l_t": _wlt(auc[model], auc["xgboost"]),
+        "seconds_per_table": round(sum(cells[k][model]["s"] for k in keys) / len(keys), 1),
+        "largest_losses_to_linear": [{"split": k[0], "table": k[1], "delta": round(d, 4)} for d, k in gap[:5] if d < 0],
+        "per_table": {f"{k[0]}/{k[1]}": {m: round(cells[k][m]["roc_auc"], 4) for m in names} for k in keys},
+    }
+
+
+def summarize(paths: list[str]) -> dict[str, Any]:
+    cells: dict[tuple[int, str], dict[str, dict[str, float]]] = {}
+    runs = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        runs.append({"file": Path(path).name, "git": data.get("git"), "date_utc": data.get("date_utc"),
+                     "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
+                     "wall_s": data.get("wall_s")})
+        for r in data["records"]:
+            if r.get("status") == "ok" and r.get("task") == "classification":
+                cells.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = {
+                    "roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"])}
+    models = sorted({m for v in cells.values() for m in v if m.startswith("orion")})
+    splits = sorted({k[0] for k in cells})
+    out: dict[str, Any] = {"benchmark": "orion_suite_summary", "issue": 28, "runs": runs, "tie": TIE,
+                           "per_split": {}, "all_splits": {}}
+    for s in splits:
+        sub = {k: v for k, v in cells.items() if k[0] == s}
+        out["per_split"][str(s)] = {m: b for m in models if (b := _block(sub, m))}
+    out["all_splits"] = {m: {k: v for k, v in _block(cells, m).items() if k != "per_table"} for m in models}
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    out = Path(sys.argv[1])
+    if out.exists():
+        raise SystemExit(f"{out} exists; write a new file instead of overwriting it")
+    result = summarize(sys.argv[2:])
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    short = {s: {m: {k: b[k] for k in ("n", "mean_roc_auc", "mean_rank", "vs_linear_w_l_t", "vs_xgboost_w_l_t",
+                                       "seconds_per_table")} for m, b in d.items()} for s, d in result["per_split"].items()}
+    print(json.dumps({"per_split": short, "all_splits": {m: {k: v for k, v in b.items() if k != "largest_losses_to_linear"}
+                                                          for m, b in result["all_splits"].items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
