@@ -48,6 +48,7 @@ from tabzoo.estimators import InContextClassifier, class_balance
 from tabzoo.estimators.base import _seed_from
 from tabzoo.estimators.forward import ConcatForward
 from tabzoo.estimators.members import EnsembleMember, check_transforms, feature_scores, make_members
+from tabzoo.metrics import roc_auc
 from tabzoo.train.finetune import FineTuneMixin
 
 from tabzoo_orion_msp.model import OrionMSP
@@ -163,22 +164,10 @@ def blend(proba: np.ndarray, linear_log_proba: np.ndarray, weight: float) -> np.
 
 
 def _mean_ovr_auc(y: np.ndarray, proba: np.ndarray) -> float:
-    """Mean one-vs-rest ROC-AUC of ``proba [n, k]`` for labels ``y [n]`` over the classes present (ties: half)."""
-    aucs = []
-    for c in np.unique(y):
-        pos = y == c
-        n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-        if n_pos == 0 or n_neg == 0:
-            continue
-        s = proba[:, int(c)]
-        order = np.argsort(s, kind="mergesort")
-        ranks = np.empty(s.size)
-        sorted_s = s[order]
-        # average ranks of ties
-        _, first, counts = np.unique(sorted_s, return_index=True, return_counts=True)
-        avg = first + (counts - 1) / 2.0 + 1.0
-        ranks[order] = np.repeat(avg, counts)
-        aucs.append((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    """Mean one-vs-rest ROC-AUC (:func:`tabzoo.metrics.roc_auc`, ties half) of ``proba [n, k]`` for labels
+    ``y [n]`` over the classes present; NaN when fewer than two are."""
+    aucs = [roc_auc(y == c, proba[:, int(c)]) for c in np.unique(y)]
+    aucs = [a for a in aucs if not np.isnan(a)]
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
