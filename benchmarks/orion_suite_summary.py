@@ -19,14 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from issue28_splits_summary import _ranks  # 1 = best, ties share the mean rank: one rule for both summaries
+
 PEERS = ("linear", "xgboost")
 TIE = 5e-4
-
-
-def _ranks(scores: dict[str, float]) -> dict[str, float]:
-    """1 = best (highest); ties share the mean rank."""
-    ordered = sorted(scores.values(), reverse=True)
-    return {m: (ordered.index(v) + 1 + len(ordered) - ordered[::-1].index(v)) / 2 for m, v in scores.items()}
 
 
 def _wlt(a: list[float], b: list[float]) -> list[int]:
