@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from issue28_splits_summary import _ranks  # 1 = best, ties share the mean rank: one rule for both summaries
+# mean ranks (1 = best, ties share the mean rank): one rule for both summaries
+from issue28_splits_summary import _ranks
 
 PEERS = ("linear", "xgboost")
 TIE = 5e-4
