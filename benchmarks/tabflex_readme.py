@@ -308,28 +308,29 @@ def render_curves(name: str) -> str:
     return "\n".join(lines)
 
 
-def block_means(name: str) -> dict[str, float]:
-    """runner -> its mean over the cells of block ``name`` where every runner has a result (as rendered)."""
+def _complete_cells(name: str) -> tuple[list[str], list[dict[str, float]]]:
+    """Block ``name``'s runners, and per cell where every runner has a result (as rendered) runner -> score."""
     file, task, metric, split, runners, _ = BLOCKS[name]
     files = (file,) if isinstance(file, str) else file
     cells = _cells(files, task, metric, (split,) if isinstance(split, int) else split, ALIASES.get(name, {}))
     names = [r for r, _ in runners]
-    keys = [k for k, by in cells.items() if all(r in by for r in names)]
-    return {r: sum(cells[k][r][0] for k in keys) / len(keys) for r in names}
+    return names, [{r: by[r][0] for r in names} for by in cells.values() if all(r in by for r in names)]
+
+
+def block_means(name: str) -> dict[str, float]:
+    """runner -> its mean over the cells of block ``name`` where every runner has a result (as rendered)."""
+    names, rows = _complete_cells(name)
+    return {r: sum(row[r] for row in rows) / len(rows) for r in names}
 
 
 def block_ranks(name: str) -> dict[str, float]:
     """runner -> its mean rank over the cells of block ``name`` where every runner has a result (as rendered)."""
-    file, task, metric, split, runners, _ = BLOCKS[name]
-    files = (file,) if isinstance(file, str) else file
-    cells = _cells(files, task, metric, (split,) if isinstance(split, int) else split, ALIASES.get(name, {}))
-    names = [r for r, _ in runners]
-    keys = [k for k, by in cells.items() if all(r in by for r in names)]
+    names, rows = _complete_cells(name)
     total: dict[str, float] = defaultdict(float)
-    for k in keys:
-        for r, rank in _ranks({r: cells[k][r][0] for r in names}).items():
+    for row in rows:
+        for r, rank in _ranks(row).items():
             total[r] += rank
-    return {r: total[r] / len(keys) for r in names}
+    return {r: total[r] / len(rows) for r in names}
 
 
 #: the TabFlex row of the top-level README's package table; its figures come from the blocks above
@@ -365,10 +366,7 @@ def _root_3splits() -> dict[str, str]:
     """The root row's figures over splits 0-2 (block ``targets-3splits``)."""
     name = "targets-3splits"
     auc, rank = block_means(name), block_ranks(name)
-    file, task, metric, split, runners, _ = BLOCKS[name]
-    assert not isinstance(file, str) and not isinstance(split, int)
-    cells = _cells(file, task, metric, split, ALIASES[name])
-    n = sum(all(r in by for r, _ in runners) for by in cells.values())
+    n = len(_complete_cells(name)[1])
     return {"cells3": str(n), "auc3_tf": f"{auc['tabflex']:.4f}", "auc3_cb": f"{auc['catboost']:.4f}",
             "auc3_lgbm": f"{auc['lightgbm']:.4f}", "auc3_xgb": f"{auc['xgboost']:.4f}",
             "auc3_st": f"{auc['stack-guard']:.4f}", "rk3_tf": f"{rank['tabflex']:.2f}",
