@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _compiled_kernels import BUILT, no_kernel_env  # noqa: F401  (the fixture is used by pytestmark)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tabzoo import kernels as K
-from tabzoo.kernels import scan_cpu
 from tabzoo.kernels.attention import FUSED_MAX_KEYS, _fused_reasons, attention_reference
-from tabzoo.kernels.op_registry import ENV_VAR, _complete
+from tabzoo.kernels.op_registry import _complete
 
-BUILT = pytest.mark.skipif(not scan_cpu.built(), reason="the compiled CPU library is not built here "
-                           "(python -m tabzoo.kernels.scan_build)")
-
-
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    monkeypatch.delenv(scan_cpu.ENV_VAR, raising=False)
+pytestmark = pytest.mark.usefixtures("no_kernel_env")
 
 
 def _heads(b: int, h: int, nq: int, nk: int, dh: int, seed: int) -> tuple[torch.Tensor, ...]:

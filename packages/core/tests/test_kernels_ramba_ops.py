@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _compiled_kernels import BUILT, no_kernel_env  # noqa: F401  (the fixture is used by pytestmark)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tabzoo import kernels as K
@@ -15,17 +16,10 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.kernels import scan_cpu
 from tabzoo.kernels.bimamba import bimamba_inner_cpu, bimamba_inner_reference
 from tabzoo.kernels.gathered_attention import gathered_attention_cpu, gathered_attention_reference
-from tabzoo.kernels.op_registry import ENV_VAR, _complete, list_backends
+from tabzoo.kernels.op_registry import _complete, list_backends
 from tabzoo.testing.checks.kernels import bimamba_inner_inputs, gathered_attention_inputs
 
-BUILT = pytest.mark.skipif(not scan_cpu.built(), reason="the compiled CPU library is not built here "
-                           "(python -m tabzoo.kernels.scan_build)")
-
-
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ENV_VAR, raising=False)
-    monkeypatch.delenv(scan_cpu.ENV_VAR, raising=False)
+pytestmark = pytest.mark.usefixtures("no_kernel_env")
 
 
 def _grads(fn, inputs: dict, dtype: torch.dtype) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
