@@ -115,7 +115,8 @@ class MultiTabEstimator(BaseEstimator):
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
-                 row_scope: str = "rows", row_ff_mult: int = 1) -> None:
+                 row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
+                 plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -146,6 +147,10 @@ class MultiTabEstimator(BaseEstimator):
         self.row_dim = row_dim
         self.row_scope = row_scope
         self.row_ff_mult = row_ff_mult
+        self.num_embedding = num_embedding
+        self.plr_frequencies = plr_frequencies
+        self.plr_sigma = plr_sigma
+        self.skip_hidden = skip_hidden
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -192,7 +197,9 @@ class MultiTabEstimator(BaseEstimator):
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
                                  dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden,
                                  task_tokens=self.task_tokens, row_dim=int(self.row_dim),
-                                 row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult))
+                                 row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
+                                 num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
+                                 plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden))
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -243,8 +250,8 @@ class MultiTabEstimator(BaseEstimator):
             ``val_fraction`` of the training rows.
         """
         check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "row_ff_mult", "head_hidden",
-                                         "n_context", "max_epochs", "patience"),
-                     nonnegative_int=("row_dim",), positive=("lr",), nonnegative=("weight_decay",),
+                                         "n_context", "max_epochs", "patience", "plr_frequencies"),
+                     nonnegative_int=("row_dim", "skip_hidden"), positive=("lr", "plr_sigma"), nonnegative=("weight_decay",),
                      fraction=("dropout", "val_fraction"))
         self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing
         resolve_device(self.device)
