@@ -93,6 +93,15 @@ class MultiTabEstimator(BaseEstimator):
         patience 15) the two were even (-5.7 vs -5.6 %, 3 of 6), and on 4 real tables too (issue 26;
         ``benchmarks/results/multitab-options-{b,e16,long}-2026-11-27.json``), while each epoch
         costs 7-19% more; so it is an option for a small epoch budget, not the default.
+    :param skip_hidden: width of the wide-and-deep skip path (MultiTab-Net; a departure from the
+        paper): the flattened feature tokens of a row through ``Linear -> GELU -> Linear`` added to
+        the task tokens before the heads. Default 128: on MultiTab-Bench the paper's backbone alone
+        fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
+        ``benchmarks/results/multitab-backbone-2026-11-29.json``, then run on the whole grid
+        (``multitab-grid-sizes-skip-summary-2026-11-29.json``). ``0`` = the paper's backbone.
+    :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
+        paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
+        badly: worse than linear on validation in the same diagnosis).
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
