@@ -66,24 +66,45 @@ def run(variant: str, setting: int, seed: int, args: argparse.Namespace) -> dict
     n_train = st["n_train"]
     n_val = max(args.n_val, n_train // 5)
     noise = 1.0 if st["regime"] == "noisy" else 0.01
-    gen = MultiTabBench(n_tasks=st["t"], n_features=8, p=st["p"], degrees=3, noise=noise, sizes=(n_train, n_val, 1000))
+    gen = MultiTabBench(
+        n_tasks=st["t"],
+        n_features=8,
+        p=st["p"],
+        degrees=3,
+        noise=noise,
+        sizes=(n_train, n_val, 1000),
+    )
     s = gen.sample(seed=1000 * seed + setting)
-    (xt, yt), (xv, yv), (xe, ye) = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64))
-                                    for d in (s.train, s.val, s.test)]
+    (xt, yt), (xv, yv), (xe, ye) = [
+        (d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64))
+        for d in (s.train, s.val, s.test)
+    ]
     kw = recipe(args, n_train)
     steps = -(-n_train // MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train))
     kw["patience"] = max(args.patience, -(-args.patience_steps // steps))
     kw |= VARIANTS[variant]
     t0 = time.perf_counter()
-    est = MultiTabEstimator(architecture="multitab", task_types=["regression"] * st["t"], random_state=seed, **kw)
+    est = MultiTabEstimator(
+        architecture="multitab", task_types=["regression"] * st["t"], random_state=seed, **kw
+    )
     est.fit(xt, yt, eval_set=(xv, yv))
     fit_s = time.perf_counter() - t0
     test = est.task_scores(xe, ye)
     best = est.fit_result_.best
     val = best.details["val_metrics"] if best is not None else est.task_scores(xv, yv)
-    return {"variant": variant, "settings": VARIANTS[variant], "setting": setting, "seed": seed, "n_train": n_train,
-            "val": val, "val_mean": float(np.mean(val)), "test": test, "epochs": est.n_epochs_,
-            "best_epoch": est.fit_result_.best_epoch, "fit_s": round(fit_s, 2)}
+    return {
+        "variant": variant,
+        "settings": VARIANTS[variant],
+        "setting": setting,
+        "seed": seed,
+        "n_train": n_train,
+        "val": val,
+        "val_mean": float(np.mean(val)),
+        "test": test,
+        "epochs": est.n_epochs_,
+        "best_epoch": est.fit_result_.best_epoch,
+        "fit_s": round(fit_s, 2),
+    }
 
 
 def summarise(paths: list[Path]) -> dict[str, Any]:
@@ -97,26 +118,48 @@ def summarise(paths: list[Path]) -> dict[str, Any]:
     for v in variants:
         sel = [by[(v, *k)] for k in common]
         dm = [delta_m(r["test"], stl[(r["setting"], r["seed"])]) for r in sel]
-        out[v] = {"settings": VARIANTS.get(v), "runs": len(sel),
-                  "val_mean_ev": round(float(np.mean([r["val_mean"] for r in sel])), 5),
-                  "test_mean_ev": round(float(np.mean([np.mean(r["test"]) for r in sel])), 5),
-                  "dm_test_vs_committed_stl": round(float(np.mean(dm)), 3),
-                  "dm_positive": int(sum(d > 0 for d in dm)),
-                  "per_draw": {f"s{r['setting']}-seed{r['seed']}": {"val_mean": round(r["val_mean"], 5),
-                               "dm_test_vs_stl": round(d, 3), "epochs": r["epochs"], "fit_s": r["fit_s"]}
-                               for r, d in zip(sel, dm, strict=True)},
-                  "fit_s_mean": round(float(np.mean([r["fit_s"] for r in sel])), 2)}
-    ref = {"committed_multitab_dm_vs_stl": round(float(np.mean([delta_m(mt[k], stl[k]) for k in common])), 3),
-           "committed_mmoe_dm_vs_stl": round(float(np.mean([delta_m(mmoe[k], stl[k]) for k in common])), 3)}
+        out[v] = {
+            "settings": VARIANTS.get(v),
+            "runs": len(sel),
+            "val_mean_ev": round(float(np.mean([r["val_mean"] for r in sel])), 5),
+            "test_mean_ev": round(float(np.mean([np.mean(r["test"]) for r in sel])), 5),
+            "dm_test_vs_committed_stl": round(float(np.mean(dm)), 3),
+            "dm_positive": int(sum(d > 0 for d in dm)),
+            "per_draw": {
+                f"s{r['setting']}-seed{r['seed']}": {
+                    "val_mean": round(r["val_mean"], 5),
+                    "dm_test_vs_stl": round(d, 3),
+                    "epochs": r["epochs"],
+                    "fit_s": r["fit_s"],
+                }
+                for r, d in zip(sel, dm, strict=True)
+            },
+            "fit_s_mean": round(float(np.mean([r["fit_s"] for r in sel])), 2),
+        }
+    ref = {
+        "committed_multitab_dm_vs_stl": round(
+            float(np.mean([delta_m(mt[k], stl[k]) for k in common])), 3
+        ),
+        "committed_mmoe_dm_vs_stl": round(
+            float(np.mean([delta_m(mmoe[k], stl[k]) for k in common])), 3
+        ),
+    }
     chosen = max(variants, key=lambda v: out[v]["val_mean_ev"])
-    return {"benchmark": "multitab-backbone", "draws": [list(k) for k in common], "variants": out, "committed": ref,
-            "chosen_on_validation": chosen,
-            "rule": "the variant with the highest mean validation EV (kept epoch) over the draws every variant ran on"}
+    return {
+        "benchmark": "multitab-backbone",
+        "draws": [list(k) for k in common],
+        "variants": out,
+        "committed": ref,
+        "chosen_on_validation": chosen,
+        "rule": "the variant with the highest mean validation EV (kept epoch) over the draws every variant ran on",
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--variants", nargs="+", default=["base", "plr", "skip", "plr_skip"], choices=list(VARIANTS))
+    ap.add_argument(
+        "--variants", nargs="+", default=["base", "plr", "skip", "plr_skip"], choices=list(VARIANTS)
+    )
     ap.add_argument("--settings", type=int, nargs="+", default=[1, 3, 2, 4])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--out", type=Path)
@@ -142,8 +185,16 @@ def main() -> None:
         for setting in args.settings:
             for v in args.variants:
                 row = run(v, setting, seed, args)
-                print(json.dumps({k: row[k] for k in ("variant", "setting", "seed", "val_mean", "epochs", "fit_s")}),
-                      file=sys.stderr, flush=True)
+                print(
+                    json.dumps(
+                        {
+                            k: row[k]
+                            for k in ("variant", "setting", "seed", "val_mean", "epochs", "fit_s")
+                        }
+                    ),
+                    file=sys.stderr,
+                    flush=True,
+                )
                 if args.out:
                     with args.out.open("a") as f:
                         f.write(json.dumps(row) + "\n")

@@ -105,10 +105,12 @@ class MultiTabConfig:
         :class:`~tabzoo_multitab.embedding.FeatureEmbedding`).
     :param plr_frequencies: frequencies per numeric column (PLR).
     :param plr_sigma: standard deviation of the initial PLR frequencies (inputs are z-scores).
-    :param skip_hidden: ``h > 0`` adds a wide-and-deep skip path (a departure from the paper): the
-        flattened feature tokens ``[d * e]`` of a row through ``Linear(d e, h) -> GELU -> Linear(h,
+    :param skip_hidden: ``h > 0`` adds a skip path (a departure from the paper; an MLP branch beside
+        the feature attention, as in AutoInt+, Song et al. 2019): the
+        flattened feature tokens ``[d * e]`` of a row through ``Linear(d e, h) -> GELU -> dropout -> Linear(h,
         t e)``, added to the task tokens after the encoder's last LayerNorm, before the heads; a
-        per-row path (rows still meet only in the inter-sample attention). ``0`` = none (the paper).
+        per-row path (rows still meet only in the inter-sample attention). ``0`` = none (the paper);
+        default 128 (issue 26: ``benchmarks/results/multitab-backbone-2026-11-29.json``).
     """
 
     n_num: int

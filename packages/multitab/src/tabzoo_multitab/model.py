@@ -1,6 +1,8 @@
 """MultiTab-Net (papers/001): feature tokens + one task token per task, encoder blocks of
 inter-feature attention (under a multitask mask from :mod:`tabzoo.masks`) then inter-sample
-attention over flattened rows, and one MLP head per task.
+attention over flattened rows, and one MLP head per task. By default (``skip_hidden > 0``, not in
+the paper) an MLP on the row's flattened feature tokens is added to the task tokens before the
+heads (:class:`~tabzoo_multitab.config.MultiTabConfig`).
 
 Rows attend to rows only through the inter-sample attention. Its row mask is:
 
