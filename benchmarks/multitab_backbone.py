@@ -41,9 +41,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "plr_s1": dict(num_embedding="plr", plr_sigma=1.0, skip_hidden=0),
     "plr_s001": dict(num_embedding="plr", plr_sigma=0.01, skip_hidden=0),
     # a wide-and-deep skip path: flattened feature tokens -> MLP -> added to the task tokens
-    "skip": dict(num_embedding="linear", skip_hidden=128),
+    "skip": dict(num_embedding="linear", skip_hidden=128, skip_layers=1),
     "plr_skip": dict(num_embedding="plr", plr_sigma=0.1, skip_hidden=128),
     "plr_skip_s1": dict(num_embedding="plr", plr_sigma=1.0, skip_hidden=128),
+    # round 2 (after the grid with skip): a wider or deeper skip path, no dropout
+    "skip256": dict(num_embedding="linear", skip_hidden=256, skip_layers=1),
+    "skip2": dict(num_embedding="linear", skip_hidden=128, skip_layers=2),
+    "skip_drop0": dict(num_embedding="linear", skip_hidden=128, skip_layers=1, dropout=0.0),
     "skip_e16": dict(num_embedding="linear", skip_hidden=128, d_embed=16, n_heads=4),
     "plr_e16": dict(num_embedding="plr", plr_sigma=0.1, skip_hidden=0, d_embed=16, n_heads=4),
 }

@@ -236,8 +236,11 @@ def test_plr_embedding_and_skip_path_options() -> None:
     assert _model(skip_hidden=0).skip is None and _model(skip_hidden=16).skip is not None
     with pytest.raises(TabzooInputError, match="num_embedding"):
         _model(num_embedding="periodic")
+    assert len(_model(skip_hidden=16, skip_layers=2).skip) == 3 * 2 + 1
     with pytest.raises(TabzooInputError, match="skip_hidden"):
         _model(skip_hidden=-1)
+    with pytest.raises(TabzooInputError, match="skip_layers"):
+        _model(skip_layers=0)
     with pytest.raises(TabzooInputError, match="plr_frequencies"):
         _model(num_embedding="plr", plr_frequencies=0)
 
@@ -247,7 +250,7 @@ def test_checkpoint_config_without_the_new_keys_loads_as_it_was_trained() -> Non
     embedding without a skip path, whatever today's defaults are; its weights load."""
     old = _model(num_embedding="linear", skip_hidden=0)
     d = old.cfg.to_dict()
-    for k in ("num_embedding", "plr_frequencies", "plr_sigma", "skip_hidden"):
+    for k in ("num_embedding", "plr_frequencies", "plr_sigma", "skip_hidden", "skip_layers"):
         d.pop(k)
     cfg = MultiTabConfig.from_dict(d)
     assert cfg.num_embedding == "linear" and cfg.skip_hidden == 0

@@ -21,7 +21,7 @@ ROW_SCOPES = ("rows", "self")
 #: numeric embeddings (:class:`tabzoo_multitab.embedding.FeatureEmbedding`): the paper's linear one, or PLR
 NUM_EMBEDDINGS = ("linear", "plr")
 #: keys added after checkpoints were first written, with the value that reproduces those checkpoints
-_LEGACY_DEFAULTS = {"num_embedding": "linear", "skip_hidden": 0}
+_LEGACY_DEFAULTS = {"num_embedding": "linear", "skip_hidden": 0, "skip_layers": 1}
 _MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
                  "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
 
@@ -111,6 +111,7 @@ class MultiTabConfig:
         t e)``, added to the task tokens after the encoder's last LayerNorm, before the heads; a
         per-row path (rows still meet only in the inter-sample attention). ``0`` = none (the paper);
         default 128 (issue 26: ``benchmarks/results/multitab-backbone-2026-11-29.json``).
+    :param skip_layers: hidden layers of the skip path (each ``skip_hidden`` wide, GELU, dropout).
     """
 
     n_num: int
@@ -133,6 +134,7 @@ class MultiTabConfig:
     plr_frequencies: int = 16
     plr_sigma: float = 0.1
     skip_hidden: int = 128
+    skip_layers: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))
@@ -159,6 +161,8 @@ class MultiTabConfig:
             raise TabzooInputError(f"num_embedding={self.num_embedding!r}: use one of {NUM_EMBEDDINGS}.")
         if self.plr_frequencies < 1 or not self.plr_sigma > 0:
             raise TabzooInputError(f"plr_frequencies={self.plr_frequencies} must be >= 1 and plr_sigma={self.plr_sigma} > 0.")
+        if self.skip_layers < 1:
+            raise TabzooInputError(f"skip_layers={self.skip_layers}: the skip path needs >= 1 hidden layer.")
         if self.skip_hidden < 0:
             raise TabzooInputError(f"skip_hidden={self.skip_hidden}: use 0 (no skip path) or a width >= 1.")
         if self.row_dim < 0:

@@ -99,6 +99,7 @@ class MultiTabEstimator(BaseEstimator):
         fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
         ``benchmarks/results/multitab-backbone-2026-11-29.json``, then run on the whole grid
         (``multitab-grid-sizes-skip-summary-2026-11-29.json``). ``0`` = the paper's backbone.
+    :param skip_layers: hidden layers of the skip path (default 1).
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -125,7 +126,8 @@ class MultiTabEstimator(BaseEstimator):
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
-                 plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128) -> None:
+                 plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
+                 skip_layers: int = 1) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -160,6 +162,7 @@ class MultiTabEstimator(BaseEstimator):
         self.plr_frequencies = plr_frequencies
         self.plr_sigma = plr_sigma
         self.skip_hidden = skip_hidden
+        self.skip_layers = skip_layers
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -208,7 +211,8 @@ class MultiTabEstimator(BaseEstimator):
                                  task_tokens=self.task_tokens, row_dim=int(self.row_dim),
                                  row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
                                  num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
-                                 plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden))
+                                 plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden),
+                                 skip_layers=int(self.skip_layers))
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -259,7 +263,7 @@ class MultiTabEstimator(BaseEstimator):
             ``val_fraction`` of the training rows.
         """
         check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "row_ff_mult", "head_hidden",
-                                         "n_context", "max_epochs", "patience", "plr_frequencies"),
+                                         "n_context", "max_epochs", "patience", "plr_frequencies", "skip_layers"),
                      nonnegative_int=("row_dim", "skip_hidden"), positive=("lr", "plr_sigma"), nonnegative=("weight_decay",),
                      fraction=("dropout", "val_fraction"))
         self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing

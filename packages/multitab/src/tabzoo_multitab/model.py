@@ -105,9 +105,13 @@ class MultiTabNet(nn.Module):
         self.heads = TaskHeads(c.d_embed, c.head_hidden, [t.n_out for t in c.tasks])  # one MLP per task, stacked
         self._fmask = feature_mask(c)
         # wide-and-deep skip path (cfg.skip_hidden > 0; not in the paper): flattened feature tokens -> task tokens
-        self.skip = (nn.Sequential(nn.Linear(c.n_features * c.d_embed, c.skip_hidden), nn.GELU(), nn.Dropout(c.dropout),
-                                   nn.Linear(c.skip_hidden, c.n_task_tokens * c.d_embed))
-                     if c.skip_hidden else None)
+        self.skip: nn.Sequential | None = None
+        if c.skip_hidden:
+            widths = [c.n_features * c.d_embed] + [c.skip_hidden] * c.skip_layers
+            layers: list[nn.Module] = []
+            for a, b in zip(widths[:-1], widths[1:], strict=True):
+                layers += [nn.Linear(a, b), nn.GELU(), nn.Dropout(c.dropout)]
+            self.skip = nn.Sequential(*layers, nn.Linear(c.skip_hidden, c.n_task_tokens * c.d_embed))
 
     @property
     def config(self) -> dict[str, Any]:
