@@ -107,11 +107,13 @@ class MultiTabConfig:
     :param plr_sigma: standard deviation of the initial PLR frequencies (inputs are z-scores).
     :param skip_hidden: ``h > 0`` adds a skip path (a departure from the paper; an MLP branch beside
         the feature attention, as in AutoInt+, Song et al. 2019): the
-        flattened feature tokens ``[d * e]`` of a row through ``Linear(d e, h) -> GELU -> dropout -> Linear(h,
+        flattened feature tokens ``[d * e]`` of a row through ``skip_layers`` x ``(Linear(., h) -> GELU -> dropout)`` then ``Linear(h,
         t e)``, added to the task tokens after the encoder's last LayerNorm, before the heads; a
         per-row path (rows still meet only in the inter-sample attention). ``0`` = none (the paper);
         default 128 (issue 26: ``benchmarks/results/multitab-backbone-2026-11-29.json``).
-    :param skip_layers: hidden layers of the skip path (each ``skip_hidden`` wide, GELU, dropout).
+    :param skip_layers: hidden layers of the skip path (each ``skip_hidden`` wide, GELU, dropout);
+        default 2, chosen on validation over 1 in a second round
+        (``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
     """
 
     n_num: int
@@ -134,7 +136,7 @@ class MultiTabConfig:
     plr_frequencies: int = 16
     plr_sigma: float = 0.1
     skip_hidden: int = 128
-    skip_layers: int = 1
+    skip_layers: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))

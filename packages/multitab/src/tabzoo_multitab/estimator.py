@@ -95,11 +95,12 @@ class MultiTabEstimator(BaseEstimator):
         costs 7-19% more; so it is an option for a small epoch budget, not the default.
     :param skip_hidden: width of the wide-and-deep skip path (MultiTab-Net; a departure from the
         paper): the flattened feature tokens of a row through ``Linear -> GELU -> Linear`` added to
-        the task tokens before the heads. Default 128: on MultiTab-Bench the paper's backbone alone
-        fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
+        the task tokens before the heads. Default 128 (two hidden layers, ``skip_layers``): on
+        MultiTab-Bench the paper's backbone alone fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
         ``benchmarks/results/multitab-backbone-2026-11-29.json``, then run on the whole grid
-        (``multitab-grid-sizes-skip-summary-2026-11-29.json``). ``0`` = the paper's backbone.
-    :param skip_layers: hidden layers of the skip path (default 1).
+        (``multitab-grid-sizes-skip{,2}-summary-2026-11-29.json``). ``0`` = the paper's backbone.
+    :param skip_layers: hidden layers of the skip path (default 2: better than 1 on validation EV
+        in ``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -127,7 +128,7 @@ class MultiTabEstimator(BaseEstimator):
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
-                 skip_layers: int = 1) -> None:
+                 skip_layers: int = 2) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
