@@ -9,7 +9,8 @@ Each block sits in the README between ``<!-- results:NAME -->`` and ``<!-- /resu
 markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 
 * ``grid-skip``: the same table for the grid re-run with the skip path (the default since 2026-11-29);
-* ``backbone``: the backbone variants of ``benchmarks/multitab_backbone.py`` (validation and test);
+* ``grid-skip2``: the same with the two-layer skip path (the default since round 2, 2026-11-29);
+* ``backbone``, ``backbone-b``: the backbone variants (rounds 1 and 2) of ``benchmarks/multitab_backbone.py`` (validation and test);
 * ``grid-sizes``: Δm of every model against each single-task reference, from the summary that
   ``benchmarks/multitab.py summary`` writes of the sample-size grid (``grid``: over all runs;
   ``grid_by_factor``: per number of training rows), and the stopping record of the fits;
@@ -42,6 +43,8 @@ SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
 #: the same grid with the skip path (the estimator's default since 2026-11-29), and the backbone diagnosis
 SKIP_SUMMARY = "multitab-grid-sizes-skip-summary-2026-11-29.json"
 BACKBONE = "multitab-backbone-2026-11-29.json"
+BACKBONE_B = "multitab-backbone-b-2026-11-29.json"  # round 2: the skip path's width, depth, dropout
+SKIP2_SUMMARY = "multitab-grid-sizes-skip2-summary-2026-11-29.json"  # the grid with the two-layer skip path
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
@@ -50,7 +53,7 @@ BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
@@ -103,12 +106,12 @@ def render_grid(summary: str = SUMMARY) -> str:
     return "\n".join(lines)
 
 
-def render_backbone() -> str:
+def render_backbone(name: str = BACKBONE) -> str:
     """The backbone variants of ``benchmarks/multitab_backbone.py``: validation (the choice) and test."""
-    b = _load(BACKBONE)
+    b = _load(name)
     v = b["variants"]
     order = sorted(v, key=lambda k: -v[k]["val_mean_ev"])
-    lines = [f"`benchmarks/results/{BACKBONE}`: MultiTab-Net variants on {len(b['draws'])} draws of the grid "
+    lines = [f"`benchmarks/results/{name}`: MultiTab-Net variants on {len(b['draws'])} draws of the grid "
              "(setting, seed: " + ", ".join(f"{s}/{d}" for s, d in b["draws"]) + "), the grid's recipe; chosen on the "
              f"mean validation EV only: **{b['chosen_on_validation']}**. Test Δm against the single-task MLP of the "
              f"committed 2026-11-28 grid (the committed MultiTab-Net: {b['committed']['committed_multitab_dm_vs_stl']:+.2f}, "
@@ -259,7 +262,8 @@ def render_demo() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"grid-skip": lambda: render_grid(SKIP_SUMMARY), "backbone": render_backbone, "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
+RENDER = {"grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
+          "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 
 
 def render_block(name: str) -> str:
