@@ -73,7 +73,9 @@ def use_adam(impl: str) -> None:
 
 #: MultiTab-Net options timed with ``--variants`` (issue 26's small-n candidates)
 VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict(row_ff_mult=1), "self": dict(row_scope="self"),
-                                       "rff3_self": dict(row_ff_mult=3, row_scope="self"), "sdpa": dict(kernels="sdpa")}
+                                       "rff3_self": dict(row_ff_mult=3, row_scope="self"), "sdpa": dict(kernels="sdpa"),
+                                       # the paper's backbone without the skip path (the default since 2026-11-29)
+                                       "noskip": dict(skip_hidden=0)}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
 
 

@@ -8,6 +8,9 @@ committed result files.
 Each block sits in the README between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` (the
 markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 
+* ``grid-skip``: the same table for the grid re-run with the skip path (the default since 2026-11-29);
+* ``grid-skip2``: the same with the two-layer skip path (the default since round 2, 2026-11-29);
+* ``backbone``, ``backbone-b``: the backbone variants (rounds 1 and 2) of ``benchmarks/multitab_backbone.py`` (validation and test);
 * ``grid-sizes``: Δm of every model against each single-task reference, from the summary that
   ``benchmarks/multitab.py summary`` writes of the sample-size grid (``grid``: over all runs;
   ``grid_by_factor``: per number of training rows), and the stopping record of the fits;
@@ -37,6 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "packages" / "multitab" / "README.md"
 RESULTS = ROOT / "benchmarks" / "results"
 SUMMARY = "multitab-grid-sizes-summary-2026-11-28.json"
+#: the same grid with the skip path (the estimator's default since 2026-11-29), and the backbone diagnosis
+SKIP_SUMMARY = "multitab-grid-sizes-skip-summary-2026-11-29.json"
+BACKBONE = "multitab-backbone-2026-11-29.json"
+BACKBONE_B = "multitab-backbone-b-2026-11-29.json"  # round 2: the skip path's width, depth, dropout
+SKIP2_SUMMARY = "multitab-grid-sizes-skip2-summary-2026-11-29.json"  # the grid with the two-layer skip path
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
@@ -45,7 +53,7 @@ BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-28/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
@@ -59,8 +67,8 @@ def _pm(d: dict[str, Any]) -> str:
     return f"{d['mean']:+.2f} ± {d['std']:.2f}"
 
 
-def render_grid() -> str:
-    s = _load(SUMMARY)
+def render_grid(summary: str = SUMMARY) -> str:
+    s = _load(summary)
     ref = "stl"
     overall = s["grid"][ref]
     sizes = s["grid_by_factor"][ref]["n_train"]
@@ -70,7 +78,7 @@ def render_grid() -> str:
     per_setting = {}
     for i, n in s["grid_runs_per_setting"].items():
         per_setting.setdefault(n, []).append(i)
-    lines = [f"`benchmarks/results/{SUMMARY}`: Δm (%, paper eq. 5) against the single-task MLP on the test draw, "
+    lines = [f"`benchmarks/results/{summary}`: Δm (%, paper eq. 5) against the single-task MLP on the test draw, "
              f"mean ± std over runs; {overall[models[0]]['settings']} settings, {runs[models[0]]} runs "
              "(settings x seeds; " + ", ".join(f"settings {', '.join(v)}: {k} seed{'s' if k > 1 else ''}"
                                               for k, v in sorted(per_setting.items(), reverse=True))
@@ -95,6 +103,25 @@ def render_grid() -> str:
         lines += ["", "Fits stopped early (validation mean EV, before the epoch cap): " + ", ".join(
             f"{NAMES.get(m, m).strip('*')} {d['stopped_early']} of {d['fits']} (median {d['median_epochs']:g} epochs)"
             for m, d in sorted(stop.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99)) + "."]
+    return "\n".join(lines)
+
+
+def render_backbone(name: str = BACKBONE) -> str:
+    """The backbone variants of ``benchmarks/multitab_backbone.py``: validation (the choice) and test."""
+    b = _load(name)
+    v = b["variants"]
+    order = sorted(v, key=lambda k: -v[k]["val_mean_ev"])
+    lines = [f"`benchmarks/results/{name}`: MultiTab-Net variants on {len(b['draws'])} draws of the grid "
+             "(setting, seed: " + ", ".join(f"{s}/{d}" for s, d in b["draws"]) + "), the grid's recipe; chosen on the "
+             f"mean validation EV only: **{b['chosen_on_validation']}**. Test Δm against the single-task MLP of the "
+             f"committed 2026-11-28 grid (the committed MultiTab-Net: {b['committed']['committed_multitab_dm_vs_stl']:+.2f}, "
+             f"MMoE: {b['committed']['committed_mmoe_dm_vs_stl']:+.2f} on these draws).", "",
+             "| variant | settings | validation EV | test EV | test Δm vs MLP | fit s |", "| --- | --- | --- | --- | --- | --- |"]
+    for k in order:
+        d = v[k]
+        opts = ", ".join(f"{a}={c}" for a, c in (d["settings"] or {}).items())
+        lines.append(f"| {k} | {opts} | {d['val_mean_ev']:.4f} | {d['test_mean_ev']:.4f} | "
+                     f"{d['dm_test_vs_committed_stl']:+.2f} | {d['fit_s_mean']:.1f} |")
     return "\n".join(lines)
 
 
@@ -235,7 +262,8 @@ def render_demo() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
+RENDER = {"grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
+          "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 
 
 def render_block(name: str) -> str:

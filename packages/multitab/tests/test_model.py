@@ -216,3 +216,43 @@ def test_row_scope_self_keeps_rows_apart_but_keeps_the_row_block() -> None:
         torch.testing.assert_close(own(x_num, x_cat, n_context=3), a)  # the context mask changes nothing
     with pytest.raises(TabzooInputError, match="row_scope"):
         _model(row_scope="batch")
+
+
+def test_plr_embedding_and_skip_path_options() -> None:
+    """``num_embedding="plr"`` (Gorishniy et al. 2022) and the wide-and-deep ``skip_hidden`` path:
+    shapes, validation, and the skip path stays per row (a query row still ignores other queries)."""
+    x_num, x_cat = _inputs(2, 5, 1)
+    for kw in ({"num_embedding": "plr", "skip_hidden": 0}, {"num_embedding": "linear", "skip_hidden": 16},
+               {"num_embedding": "plr", "plr_frequencies": 3, "plr_sigma": 0.5, "skip_hidden": 16}):
+        model = _model(**kw)
+        assert MultiTabConfig.from_dict(model.cfg.to_dict()) == model.cfg
+        with torch.no_grad():
+            out = model(x_num, x_cat)
+            assert out.shape == (2, 5, 1 + 3 + 1) and torch.isfinite(out).all()
+            x2 = x_num.clone()
+            x2[:, 4] += 3.0  # a query row (context = first 3 rows) changes: the other queries do not
+            torch.testing.assert_close(model(x2, x_cat, n_context=3)[:, 3], model(x_num, x_cat, n_context=3)[:, 3])
+    assert _model(num_embedding="plr", plr_frequencies=3).embed.num_weight.shape == (3, 6, 8)
+    assert _model(skip_hidden=0).skip is None and _model(skip_hidden=16).skip is not None
+    with pytest.raises(TabzooInputError, match="num_embedding"):
+        _model(num_embedding="periodic")
+    assert len(_model(skip_hidden=16, skip_layers=2).skip) == 3 * 2 + 1
+    with pytest.raises(TabzooInputError, match="skip_hidden"):
+        _model(skip_hidden=-1)
+    with pytest.raises(TabzooInputError, match="skip_layers"):
+        _model(skip_layers=0)
+    with pytest.raises(TabzooInputError, match="plr_frequencies"):
+        _model(num_embedding="plr", plr_frequencies=0)
+
+
+def test_checkpoint_config_without_the_new_keys_loads_as_it_was_trained() -> None:
+    """A config written before ``num_embedding`` / ``skip_hidden`` existed is the paper's linear
+    embedding without a skip path, whatever today's defaults are; its weights load."""
+    old = _model(num_embedding="linear", skip_hidden=0)
+    d = old.cfg.to_dict()
+    for k in ("num_embedding", "plr_frequencies", "plr_sigma", "skip_hidden", "skip_layers"):
+        d.pop(k)
+    cfg = MultiTabConfig.from_dict(d)
+    assert cfg.num_embedding == "linear" and cfg.skip_hidden == 0
+    again = MultiTabNet(cfg)
+    again.load_state_dict(old.state_dict())

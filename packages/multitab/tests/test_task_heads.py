@@ -44,7 +44,8 @@ def test_four_parameter_tensors_whatever_the_task_count() -> None:
 @pytest.mark.parametrize("task_tokens,mask", [("multi", "T-/->T"), ("single", "F-/->T")])
 def test_a_checkpoint_of_per_task_heads_loads(task_tokens, mask) -> None:
     cfg = MultiTabConfig(n_num=3, tasks=[("a", "binary"), ("b", "multiclass", 3), ("c", "regression")], d_embed=8,
-                         n_heads=2, row_heads=2, head_hidden=8, task_tokens=task_tokens, mask=mask, dropout=0.0)
+                         n_heads=2, row_heads=2, head_hidden=8, task_tokens=task_tokens, mask=mask, dropout=0.0,
+                         skip_hidden=0)  # per-task-head checkpoints predate the skip path
     model = MultiTabNet(cfg).eval()
     state = {k: v for k, v in model.state_dict().items() if not k.startswith("heads.")}
     g = torch.Generator().manual_seed(3)

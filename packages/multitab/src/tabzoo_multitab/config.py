@@ -8,7 +8,8 @@ from typing import Any
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "ROW_SCOPES", "TaskSpec", "MultiTabConfig", "parse_tasks"]
+__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "ROW_SCOPES", "NUM_EMBEDDINGS", "TaskSpec", "MultiTabConfig",
+           "parse_tasks"]
 
 TASK_KINDS = ("binary", "multiclass", "regression")
 #: inter-feature mask modes: the paper's T↛T (default), F↛T, both, and no mask
@@ -17,6 +18,10 @@ MASK_MODES = ("T-/->T", "F-/->T", "both", "none")
 TOKEN_MODES = ("multi", "single")
 #: what inter-sample attention reads: the other rows (the paper), or each row only itself
 ROW_SCOPES = ("rows", "self")
+#: numeric embeddings (:class:`tabzoo_multitab.embedding.FeatureEmbedding`): the paper's linear one, or PLR
+NUM_EMBEDDINGS = ("linear", "plr")
+#: keys added after checkpoints were first written, with the value that reproduces those checkpoints
+_LEGACY_DEFAULTS = {"num_embedding": "linear", "skip_hidden": 0, "skip_layers": 1}
 _MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
                  "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
 
@@ -95,6 +100,20 @@ class MultiTabConfig:
     :param task_tokens: ``"multi"`` = one token per task (the paper's design), ``"single"`` = one
         shared token that every task head reads (the paper's Table 2 ablation; only ``"F-/->T"``
         or ``"none"`` masks apply to it).
+    :param num_embedding: numeric feature tokens: ``"linear"`` (the paper: ``v * W_j + b_j``) or
+        ``"plr"`` (periodic-linear-ReLU, Gorishniy et al. 2022; see
+        :class:`~tabzoo_multitab.embedding.FeatureEmbedding`).
+    :param plr_frequencies: frequencies per numeric column (PLR).
+    :param plr_sigma: standard deviation of the initial PLR frequencies (inputs are z-scores).
+    :param skip_hidden: ``h > 0`` adds a skip path (a departure from the paper; an MLP branch beside
+        the feature attention, as in AutoInt+, Song et al. 2019): the
+        flattened feature tokens ``[d * e]`` of a row through ``skip_layers`` x ``(Linear(., h) -> GELU -> dropout)`` then ``Linear(h,
+        t e)``, added to the task tokens after the encoder's last LayerNorm, before the heads; a
+        per-row path (rows still meet only in the inter-sample attention). ``0`` = none (the paper);
+        default 128 (issue 26: ``benchmarks/results/multitab-backbone-2026-11-29.json``).
+    :param skip_layers: hidden layers of the skip path (each ``skip_hidden`` wide, GELU, dropout);
+        default 2, chosen on validation over 1 in a second round
+        (``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
     """
 
     n_num: int
@@ -113,6 +132,11 @@ class MultiTabConfig:
     task_tokens: str = "multi"
     row_dim: int = 0
     row_scope: str = "rows"
+    num_embedding: str = "linear"
+    plr_frequencies: int = 16
+    plr_sigma: float = 0.1
+    skip_hidden: int = 128
+    skip_layers: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))
@@ -135,6 +159,14 @@ class MultiTabConfig:
             raise TabzooInputError(f"n_heads={self.n_heads} must divide d_embed={self.d_embed}.")
         if self.row_scope not in ROW_SCOPES:
             raise TabzooInputError(f"row_scope={self.row_scope!r}: use one of {ROW_SCOPES}.")
+        if self.num_embedding not in NUM_EMBEDDINGS:
+            raise TabzooInputError(f"num_embedding={self.num_embedding!r}: use one of {NUM_EMBEDDINGS}.")
+        if self.plr_frequencies < 1 or not self.plr_sigma > 0:
+            raise TabzooInputError(f"plr_frequencies={self.plr_frequencies} must be >= 1 and plr_sigma={self.plr_sigma} > 0.")
+        if self.skip_layers < 1:
+            raise TabzooInputError(f"skip_layers={self.skip_layers}: the skip path needs >= 1 hidden layer.")
+        if self.skip_hidden < 0:
+            raise TabzooInputError(f"skip_hidden={self.skip_hidden}: use 0 (no skip path) or a width >= 1.")
         if self.row_dim < 0:
             raise TabzooInputError(f"row_dim={self.row_dim}: use 0 (the whole flattened row) or a width >= 1.")
         if self.inter_sample and self.row_inner % self.row_heads:
@@ -184,7 +216,8 @@ class MultiTabConfig:
         unknown = set(d) - known
         if unknown:
             raise TabzooInputError(f"MultiTab config has no keys {sorted(unknown)}; known keys are {sorted(known)}.")
-        d = dict(d)
+        # a checkpoint written before an option existed was trained without it
+        d = {**_LEGACY_DEFAULTS, **d}
         d["tasks"] = parse_tasks(d.get("tasks", ()))
         d["cat_cardinalities"] = tuple(d.get("cat_cardinalities", ()))
         return cls(**d)

@@ -8,7 +8,10 @@ import torch
 from tabzoo.errors import TabzooInputError
 from torch import nn
 
-__all__ = ["FeatureEmbedding", "check_features"]
+__all__ = ["FeatureEmbedding", "check_features", "NUM_EMBEDDINGS"]
+
+#: numeric embeddings: the paper's linear ``v * W_j + b_j``, or periodic-linear-ReLU (PLR)
+NUM_EMBEDDINGS = ("linear", "plr")
 
 
 def check_features(x_num: torch.Tensor, x_cat: torch.Tensor | None, n_num: int, n_cat: int) -> None:
@@ -36,17 +39,39 @@ class FeatureEmbedding(nn.Module):
     categorical code ``c`` of column ``j`` -> row ``c`` of column ``j``'s table, where code 0 (and
     any code outside ``1..cardinality_j``: a category unseen in training) is the reserved index.
 
+    With ``numeric="plr"`` a numeric value is embedded as in Gorishniy, Rubachev, Babenko (2022),
+    *On Embeddings for Numerical Features in Tabular Deep Learning* (NeurIPS), "PLR": periodic
+    features ``[sin(2 pi c_j v), cos(2 pi c_j v)]`` of ``k`` trainable frequencies ``c_j ~ N(0,
+    sigma^2)`` per column, then a per-column ``Linear(2k, e)`` and a ReLU. Their
+    paper shows that this embedding closes most of the gap between attention models over feature
+    tokens and MLPs; on MultiTab-Bench it is what lifts MultiTab-Net's backbone (issue 26,
+    ``benchmarks/results/multitab-backbone-2026-11-29*.json``).
+
     :param n_num: numeric columns.
     :param cat_cardinalities: categories per categorical column (tables get one more row).
     :param d: token width ``e``.
+    :param numeric: ``"linear"`` (the paper's ``v * W_j + b_j``) or ``"plr"``.
+    :param n_frequencies: ``k``, frequencies per column (PLR).
+    :param sigma: standard deviation of the initial frequencies (PLR; inputs are z-scores).
     """
 
-    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], d: int) -> None:
+    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], d: int, numeric: str = "linear",
+                 n_frequencies: int = 16, sigma: float = 0.1) -> None:
         super().__init__()
+        if numeric not in NUM_EMBEDDINGS:
+            raise TabzooInputError(f"numeric embedding {numeric!r} is unknown; use one of {NUM_EMBEDDINGS}.")
         self.n_num, self.cards, self.d = int(n_num), tuple(int(c) for c in cat_cardinalities), int(d)
-        self.num_weight = nn.Parameter(torch.randn(self.n_num, d) * d**-0.5)
-        # a non-zero bias keeps the magnitude of v visible through a LayerNorm (LN(v * W) alone is sign(v) * W / |W|)
-        self.num_bias = nn.Parameter((torch.rand(self.n_num, d) * 2 - 1) * d**-0.5)
+        self.numeric = numeric
+        if numeric == "plr":
+            k = int(n_frequencies)
+            self.frequencies = nn.Parameter(torch.randn(self.n_num, k) * float(sigma))  # [n_num, k]
+            bound = (2 * k) ** -0.5  # nn.Linear's default init, per column
+            self.num_weight = nn.Parameter((torch.rand(self.n_num, 2 * k, d) * 2 - 1) * bound)  # [n_num, 2k, e]
+            self.num_bias = nn.Parameter((torch.rand(self.n_num, d) * 2 - 1) * bound)
+        else:
+            self.num_weight = nn.Parameter(torch.randn(self.n_num, d) * d**-0.5)
+            # a non-zero bias keeps the magnitude of v visible through a LayerNorm (LN(v * W) alone is sign(v) * W / |W|)
+            self.num_bias = nn.Parameter((torch.rand(self.n_num, d) * 2 - 1) * d**-0.5)
         self.num_missing = nn.Parameter(torch.randn(self.n_num, d) * 0.02)
         sizes = [c + 1 for c in self.cards]
         offsets = torch.tensor([0, *sizes[:-1]], dtype=torch.long).cumsum(0) if sizes else torch.zeros(0, dtype=torch.long)
@@ -65,7 +90,12 @@ class FeatureEmbedding(nn.Module):
         check_features(x_num, x_cat, self.n_num, len(self.cards))
         miss = torch.isnan(x_num)
         v = torch.nan_to_num(x_num, nan=0.0).unsqueeze(-1)
-        tok = v * self.num_weight + self.num_bias
+        if self.numeric == "plr":
+            z = 2 * torch.pi * v * self.frequencies  # [..., n_num, k]
+            periodic = torch.cat([torch.sin(z), torch.cos(z)], dim=-1)  # [..., n_num, 2k]
+            tok = torch.relu(torch.einsum("...jk,jkd->...jd", periodic, self.num_weight) + self.num_bias)
+        else:
+            tok = v * self.num_weight + self.num_bias
         tok = torch.where(miss.unsqueeze(-1), self.num_missing.expand_as(tok), tok)
         if not self.cards:
             return tok

@@ -93,6 +93,17 @@ class MultiTabEstimator(BaseEstimator):
         patience 15) the two were even (-5.7 vs -5.6 %, 3 of 6), and on 4 real tables too (issue 26;
         ``benchmarks/results/multitab-options-{b,e16,long}-2026-11-27.json``), while each epoch
         costs 7-19% more; so it is an option for a small epoch budget, not the default.
+    :param skip_hidden: width of the wide-and-deep skip path (MultiTab-Net; a departure from the
+        paper): the flattened feature tokens of a row through ``Linear -> GELU -> Linear`` added to
+        the task tokens before the heads. Default 128 (two hidden layers, ``skip_layers``): on
+        MultiTab-Bench the paper's backbone alone fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
+        ``benchmarks/results/multitab-backbone-2026-11-29.json``, then run on the whole grid
+        (``multitab-grid-sizes-skip{,2}-summary-2026-11-29.json``). ``0`` = the paper's backbone.
+    :param skip_layers: hidden layers of the skip path (default 2: better than 1 on validation EV
+        in ``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
+    :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
+        paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
+        badly: worse than linear on validation in the same diagnosis).
     :param val_fraction: share of the training rows held out for early stopping and calibration
         (none below 10 rows).
     :param random_state: seed of the split, the initialisation, the shuffling and the context.
@@ -115,7 +126,9 @@ class MultiTabEstimator(BaseEstimator):
                  patience: int = 10, val_fraction: float = 0.15, random_state: int = 0, device: str = "cpu",
                  progress: bool = False, early_stopping: str = "loss", calibration: str | None = "temperature",
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
-                 row_scope: str = "rows", row_ff_mult: int = 1) -> None:
+                 row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
+                 plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
+                 skip_layers: int = 2) -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -146,6 +159,11 @@ class MultiTabEstimator(BaseEstimator):
         self.row_dim = row_dim
         self.row_scope = row_scope
         self.row_ff_mult = row_ff_mult
+        self.num_embedding = num_embedding
+        self.plr_frequencies = plr_frequencies
+        self.plr_sigma = plr_sigma
+        self.skip_hidden = skip_hidden
+        self.skip_layers = skip_layers
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -192,7 +210,10 @@ class MultiTabEstimator(BaseEstimator):
                                  row_heads=row_heads, mask=self.mask, inter_sample=self.inter_sample,
                                  dropout=self.dropout, ff_mult=self.ff_mult, head_hidden=self.head_hidden,
                                  task_tokens=self.task_tokens, row_dim=int(self.row_dim),
-                                 row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult))
+                                 row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
+                                 num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
+                                 plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden),
+                                 skip_layers=int(self.skip_layers))
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
@@ -243,8 +264,8 @@ class MultiTabEstimator(BaseEstimator):
             ``val_fraction`` of the training rows.
         """
         check_params(self, positive_int=("d_embed", "n_layers", "n_heads", "row_heads", "ff_mult", "row_ff_mult", "head_hidden",
-                                         "n_context", "max_epochs", "patience"),
-                     nonnegative_int=("row_dim",), positive=("lr",), nonnegative=("weight_decay",),
+                                         "n_context", "max_epochs", "patience", "plr_frequencies", "skip_layers"),
+                     nonnegative_int=("row_dim", "skip_hidden"), positive=("lr", "plr_sigma"), nonnegative=("weight_decay",),
                      fraction=("dropout", "val_fraction"))
         self._batch_size(2)  # refuses a bad batch_size now, not after the preprocessing
         resolve_device(self.device)

@@ -1,6 +1,8 @@
 """MultiTab-Net (papers/001): feature tokens + one task token per task, encoder blocks of
 inter-feature attention (under a multitask mask from :mod:`tabzoo.masks`) then inter-sample
-attention over flattened rows, and one MLP head per task.
+attention over flattened rows, and one MLP head per task. By default (``skip_hidden > 0``, not in
+the paper) an MLP on the row's flattened feature tokens is added to the task tokens before the
+heads (:class:`~tabzoo_multitab.config.MultiTabConfig`).
 
 Rows attend to rows only through the inter-sample attention. Its row mask is:
 
@@ -95,12 +97,21 @@ class MultiTabNet(nn.Module):
         super().__init__()
         self.cfg = cfg if isinstance(cfg, MultiTabConfig) else MultiTabConfig.from_dict(cfg)
         c = self.cfg
-        self.embed = FeatureEmbedding(c.n_num, c.cat_cardinalities, c.d_embed)
+        self.embed = FeatureEmbedding(c.n_num, c.cat_cardinalities, c.d_embed, numeric=c.num_embedding,
+                                      n_frequencies=c.plr_frequencies, sigma=c.plr_sigma)
         self.task_tokens = nn.Parameter(torch.randn(c.n_task_tokens, c.d_embed) * c.d_embed**-0.5)
         self.blocks = nn.ModuleList(EncoderBlock(c, first=i == 0) for i in range(c.n_layers))
         self.norm = nn.LayerNorm(c.d_embed)
         self.heads = TaskHeads(c.d_embed, c.head_hidden, [t.n_out for t in c.tasks])  # one MLP per task, stacked
         self._fmask = feature_mask(c)
+        # wide-and-deep skip path (cfg.skip_hidden > 0; not in the paper): flattened feature tokens -> task tokens
+        self.skip: nn.Sequential | None = None
+        if c.skip_hidden:
+            widths = [c.n_features * c.d_embed] + [c.skip_hidden] * c.skip_layers
+            layers: list[nn.Module] = []
+            for a, b in zip(widths[:-1], widths[1:], strict=True):
+                layers += [nn.Linear(a, b), nn.GELU(), nn.Dropout(c.dropout)]
+            self.skip = nn.Sequential(*layers, nn.Linear(c.skip_hidden, c.n_task_tokens * c.d_embed))
 
     @property
     def config(self) -> dict[str, Any]:
@@ -117,6 +128,11 @@ class MultiTabNet(nn.Module):
     def encode(self, x_num: torch.Tensor, x_cat: torch.Tensor | None = None, n_context: int | None = None,
                query_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Tokens after the encoder: ``[B, N, d + t, e]``."""
+        return self._encode(self._embed(x_num, x_cat, n_context, query_mask), n_context, query_mask)
+
+    def _embed(self, x_num: torch.Tensor, x_cat: torch.Tensor | None, n_context: int | None,
+               query_mask: torch.Tensor | None) -> torch.Tensor:
+        """Checked inputs -> feature tokens ``[B, N, d, e]``."""
         if x_num.dim() != 3:
             raise TabzooInputError(f"x_num must be [batch, rows, features], got shape {tuple(x_num.shape)}.")
         b, n = x_num.shape[:2]
@@ -126,11 +142,15 @@ class MultiTabNet(nn.Module):
             raise TabzooInputError(f"query_mask must be bool [batch={b}, rows={n}], got {query_mask.dtype} {tuple(query_mask.shape)}.")
         if n_context is not None and not 0 < n_context <= n:
             raise TabzooInputError(f"n_context={n_context} must be in 1..{n} (the rows passed).")
-        h = self.embed(x_num, x_cat)  # [B, N, d, e]
-        h = torch.cat([h, self.task_tokens.expand(b, n, -1, -1)], dim=2)
+        return self.embed(x_num, x_cat)
+
+    def _encode(self, emb: torch.Tensor, n_context: int | None, query_mask: torch.Tensor | None) -> torch.Tensor:
+        """The encoder on feature tokens ``emb [B, N, d, e]``: ``[B, N, d + t, e]``."""
+        b, n = emb.shape[:2]
+        h = torch.cat([emb, self.task_tokens.expand(b, n, -1, -1)], dim=2)
         rmask: Mask | torch.Tensor | None = row_mask(n, n_context, query_mask)
         if self.cfg.row_scope == "self":  # each row reads only itself
-            rmask = torch.eye(n, dtype=torch.bool, device=x_num.device).expand(b, n, n)
+            rmask = torch.eye(n, dtype=torch.bool, device=emb.device).expand(b, n, n)
         with short_keys():  # the inter-feature attention's short key axis runs on tabzoo_multitab.attention's backend
             for block in self.blocks:
                 h = block(h, self._fmask, rmask)
@@ -144,7 +164,10 @@ class MultiTabNet(nn.Module):
             x_num = x_num.unsqueeze(0)
             x_cat = x_cat.unsqueeze(0) if x_cat is not None else None
             query_mask = query_mask.unsqueeze(0) if query_mask is not None else None
-        h = self.norm(self.encode(x_num, x_cat, n_context, query_mask)[:, :, self.cfg.n_features:])  # [B, N, t, e]
+        emb = self._embed(x_num, x_cat, n_context, query_mask)  # [B, N, d, e]
+        h = self.norm(self._encode(emb, n_context, query_mask)[:, :, self.cfg.n_features:])  # [B, N, t, e]
+        if self.skip is not None:  # the wide-and-deep skip path, per row
+            h = h + self.skip(emb.flatten(-2)).unflatten(-1, (self.cfg.n_task_tokens, self.cfg.d_embed))
         if self.cfg.task_tokens == "single":  # every head reads the one shared token
             h = h.expand(-1, -1, self.cfg.n_tasks, -1)
         out = self.heads(h)
