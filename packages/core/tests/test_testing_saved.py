@@ -27,6 +27,17 @@ def test_the_fingerprint_tells_simd_levels_apart(monkeypatch: pytest.MonkeyPatch
     assert "AVX512" in fp.split() and f"torch {torch.__version__}" in fp
 
 
+def test_the_fingerprint_tells_compiled_kernels_from_their_references(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabzoo.kernels import scan_cpu
+
+    monkeypatch.setattr(scan_cpu, "available", lambda: True)
+    compiled = saved.fingerprint()
+    monkeypatch.setattr(scan_cpu, "available", lambda: False)
+    reference = saved.fingerprint()
+    assert compiled != reference
+    assert compiled.endswith("kernels compiled") and reference.endswith("kernels reference")
+
+
 def test_the_fingerprint_names_the_cpu_model_where_linux_has_one() -> None:
     info = Path("/proc/cpuinfo")
     names = [line.split(":", 1)[1].strip() for line in info.read_text().splitlines()

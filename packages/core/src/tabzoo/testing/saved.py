@@ -23,13 +23,19 @@ def fingerprint() -> str:
     SIMD level is torch's kernel dispatch (``AVX2``, ``AVX512``, ...). Two x86_64 machines with the
     same torch once had the same fingerprint and the AVX512 one failed the bitwise comparison by
     float rounding (4e-7 relative; bitwise again with the AVX2 paths of ATen, MKL and oneDNN forced).
+    The last word says whether the compiled CPU kernels of :mod:`tabzoo.kernels.scan_cpu` run
+    (``kernels compiled``) or their references do (``kernels reference``): the same machine gives other
+    bits with and without them, and CI does not build them.
     """
     import torch
 
+    from tabzoo.kernels import scan_cpu
+
     cpu = getattr(torch.backends, "cpu", None)
     simd = cpu.get_cpu_capability() if cpu is not None and hasattr(cpu, "get_cpu_capability") else "?"
+    kernels = "compiled" if scan_cpu.available() else "reference"
     return (f"{platform.machine()} {_cpu_model() or platform.processor()} {simd} torch {torch.__version__} "
-            f"numpy {np.__version__} python {sys.version.split()[0]}")
+            f"numpy {np.__version__} python {sys.version.split()[0]} kernels {kernels}")
 
 
 def _cpu_model() -> str:
