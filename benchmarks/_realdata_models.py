@@ -54,6 +54,8 @@ class Runner:
     :param fit_predict: ``(X_train, y_train, X_test, labels, seed) -> proba | predictions``.
     :param settings: what the JSON records about how it was run.
     :param first_split_only: the model runs on split 0 only (a stated time cap).
+    :param fitted: filled by ``fit_predict`` of a tabzoo runner with the estimator's :data:`FITTED_REPORT`
+        attributes after each fit (the record's ``"fitted"``); empty for the peers.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Runner:
     fit_predict: Callable[..., np.ndarray] = field(repr=False)
     settings: dict[str, Any] = field(default_factory=dict)
     first_split_only: bool = False
+    fitted: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _align(proba: np.ndarray, classes: Any, labels: list[str]) -> np.ndarray:
@@ -90,26 +93,52 @@ def _kind_of(cls: type) -> set[str]:
     return kinds or {"classification", "regression"}  # a multi-task estimator takes both
 
 
+#: fitted attributes a suite record keeps (``"fitted"``, without the trailing underscore) where the estimator has
+#: them: the choices it made on its own training rows (issue 28: ORION-MSP's linear member weight and its inner
+#: scores, fine-tuning's outcome, the features per member)
+FITTED_REPORT = ("linear_blend_", "linear_blend_inner_", "fine_tune_", "member_selection_")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON types (numpy scalars and arrays to Python numbers and lists)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value if value is None or isinstance(value, bool | int | float | str) else repr(value)
+
+
+def fitted_report(est: Any) -> dict[str, Any]:
+    """The :data:`FITTED_REPORT` attributes ``est`` has (not None), as JSON types."""
+    return {name.rstrip("_"): _plain(v) for name in FITTED_REPORT if (v := getattr(est, name, None)) is not None}
+
+
 def _tabzoo_runner(name: str, cls: type, task: str, kwargs: dict[str, Any],
                    first_split_only: bool) -> Runner:
     accepts_seed = "random_state" in inspect.signature(cls.__init__).parameters
+    fitted: dict[str, Any] = {}
 
     def fit_predict(X_train: pd.DataFrame, y_train: pd.Series, X_test: pd.DataFrame, labels: list[str] | None,
                     seed: int) -> np.ndarray:
         est = cls(**kwargs, **({"random_state": seed} if accepts_seed else {}))
+        fitted.clear()
         if task == "classification":
             est.fit(X_train, y_train.to_numpy())
+            fitted.update(fitted_report(est))
             proba, classes = est.predict_proba(X_test), est.classes_
             if isinstance(classes, list) and classes and isinstance(classes[0], np.ndarray):
                 classes = classes[0]  # a multi-task estimator fitted on one target: its only task
                 proba = proba[0] if isinstance(proba, list) else proba
             return _align(np.asarray(proba, dtype=np.float64), classes, labels or [])
         est.fit(X_train, y_train.to_numpy(dtype=np.float64))
+        fitted.update(fitted_report(est))
         return np.asarray(est.predict(X_test), dtype=np.float64).reshape(-1)
 
     settings = {"class": f"{cls.__module__}:{cls.__name__}", "kwargs": dict(kwargs),
                 "first_split_only": first_split_only}
-    return Runner(name, "tabzoo", task, fit_predict, settings, first_split_only)
+    return Runner(name, "tabzoo", task, fit_predict, settings, first_split_only, fitted)
 
 
 def discover_tabzoo(task: str, overrides: dict[str, dict[str, Any]],

@@ -9,13 +9,21 @@ predict); then the same over all (split, table) pairs. LR and XGBoost are determ
 theirs from any run of the same split and table is the same computation; a later file's record replaces
 an earlier one's.
 
-Usage: ``python benchmarks/orion_suite_summary.py OUT.json RUN.json [RUN.json ...]``
+Where the records keep the estimator's fitted choices (``"fitted"``, realdata.py since 2026-11-29), each block
+counts them: ``fine_tune_kept`` ([kept, fine-tuned tables]; fine-tuning keeps its weights only when they are
+better on the inner split) and ``linear_blend_weights`` (tables per chosen weight).
+
+``--vs BASE``: each other ORION runner against the runner ``BASE`` on the (split, table) cells both have:
+mean ROC-AUC of each, mean difference, W-L-T (``vs_base``), e.g. ``--vs orion-msp`` for fine-tuned
+ORION-MSP alone against ORION-MSP alone.
+
+Usage: ``python benchmarks/orion_suite_summary.py OUT.json RUN.json [RUN.json ...] [--vs BASE]``
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +40,34 @@ def _wlt(a: list[float], b: list[float]) -> list[int]:
     return [w, lo, len(a) - w - lo]
 
 
-def _block(cells: dict[tuple[int, str], dict[str, dict[str, float]]], model: str) -> dict[str, Any]:
+Cells = dict[tuple[int, str], dict[str, dict[str, Any]]]
+
+
+def _fitted(cells: Cells, keys: list[tuple[int, str]], model: str) -> dict[str, Any]:
+    """Counts of the fitted choices the records of ``model`` keep (none: ``{}``)."""
+    fits = [cells[k][model]["fitted"] for k in keys if cells[k][model].get("fitted")]
+    out: dict[str, Any] = {}
+    tuned = [f["fine_tune"] for f in fits if isinstance(f.get("fine_tune"), dict)]
+    if tuned:
+        out["fine_tune_kept"] = [sum(bool(t.get("kept")) for t in tuned), len(tuned)]
+    weights = [float(f["linear_blend"]) for f in fits if f.get("linear_blend") is not None]
+    if weights:
+        out["linear_blend_weights"] = {str(w): weights.count(w) for w in sorted(set(weights))}
+    return out
+
+
+def _vs(cells: Cells, model: str, base: str) -> dict[str, Any]:
+    """``model`` against ``base`` on the cells both have."""
+    keys = sorted(k for k, v in cells.items() if model in v and base in v)
+    if not keys:
+        return {}
+    a = [cells[k][model]["roc_auc"] for k in keys]
+    b = [cells[k][base]["roc_auc"] for k in keys]
+    return {"base": base, "n": len(keys), "mean_roc_auc": {model: round(sum(a) / len(a), 4), base: round(sum(b) / len(b), 4)},
+            "mean_difference": round((sum(a) - sum(b)) / len(a), 4), "w_l_t": _wlt(a, b)}
+
+
+def _block(cells: Cells, model: str, base: str | None = None) -> dict[str, Any]:
     keys = sorted(k for k, v in cells.items() if model in v and all(p in v for p in PEERS))
     if not keys:
         return {}
@@ -49,11 +84,13 @@ def _block(cells: dict[tuple[int, str], dict[str, dict[str, float]]], model: str
         "seconds_per_table": round(sum(cells[k][model]["s"] for k in keys) / len(keys), 1),
         "largest_losses_to_linear": [{"split": k[0], "table": k[1], "delta": round(d, 4)} for d, k in gap[:5] if d < 0],
         "per_table": {f"{k[0]}/{k[1]}": {m: round(cells[k][m]["roc_auc"], 4) for m in names} for k in keys},
+        **_fitted(cells, keys, model),
+        **({"vs_base": vs} if base and model != base and (vs := _vs(cells, model, base)) else {}),
     }
 
 
-def summarize(paths: list[str]) -> dict[str, Any]:
-    cells: dict[tuple[int, str], dict[str, dict[str, float]]] = {}
+def summarize(paths: list[str], base: str | None = None) -> dict[str, Any]:
+    cells: Cells = {}
     runs = []
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -63,28 +100,35 @@ def summarize(paths: list[str]) -> dict[str, Any]:
         for r in data["records"]:
             if r.get("status") == "ok" and r.get("task") == "classification":
                 cells.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = {
-                    "roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"])}
+                    "roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"]),
+                    **({"fitted": r["fitted"]} if r.get("fitted") else {})}
     models = sorted({m for v in cells.values() for m in v if m.startswith("orion")})
     splits = sorted({k[0] for k in cells})
     out: dict[str, Any] = {"benchmark": "orion_suite_summary", "issue": 28, "runs": runs, "tie": TIE,
                            "per_split": {}, "all_splits": {}}
     for s in splits:
         sub = {k: v for k, v in cells.items() if k[0] == s}
-        out["per_split"][str(s)] = {m: b for m in models if (b := _block(sub, m))}
-    out["all_splits"] = {m: {k: v for k, v in _block(cells, m).items() if k != "per_table"} for m in models}
+        out["per_split"][str(s)] = {m: b for m in models if (b := _block(sub, m, base))}
+    out["all_splits"] = {m: {k: v for k, v in _block(cells, m, base).items() if k != "per_table"} for m in models}
     return out
 
 
-def main() -> None:
-    if len(sys.argv) < 3:
-        raise SystemExit(__doc__)
-    out = Path(sys.argv[1])
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", help="the summary JSON to write (never overwritten)")
+    p.add_argument("runs", nargs="+", help="finished realdata.py JSON files")
+    p.add_argument("--vs", default=None, metavar="BASE", help="also compare every other ORION runner with BASE")
+    args = p.parse_args(argv)
+    out = Path(args.out)
     if out.exists():
         raise SystemExit(f"{out} exists; write a new file instead of overwriting it")
-    result = summarize(sys.argv[2:])
+    result = summarize(args.runs, args.vs)
+    if args.vs:
+        result["vs"] = args.vs
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    short = {s: {m: {k: b[k] for k in ("n", "mean_roc_auc", "mean_rank", "vs_linear_w_l_t", "vs_xgboost_w_l_t",
-                                       "seconds_per_table")} for m, b in d.items()} for s, d in result["per_split"].items()}
+    keep = ("n", "mean_roc_auc", "mean_rank", "vs_linear_w_l_t", "vs_xgboost_w_l_t", "seconds_per_table",
+            "fine_tune_kept", "linear_blend_weights", "vs_base")
+    short = {s: {m: {k: b[k] for k in keep if k in b} for m, b in d.items()} for s, d in result["per_split"].items()}
     print(json.dumps({"per_split": short, "all_splits": {m: {k: v for k, v in b.items() if k != "largest_losses_to_linear"}
                                                           for m, b in result["all_splits"].items()}}, indent=1))
 

@@ -155,15 +155,16 @@ def _score(task: str, y_test: pd.Series, out: np.ndarray, labels: list[str] | No
 
 
 def _call(runner: Any, X: pd.DataFrame, y: pd.Series, tr: np.ndarray, te: np.ndarray,
-          labels: list[str] | None, seed: int) -> tuple[np.ndarray, list[str]]:
+          labels: list[str] | None, seed: int) -> tuple[np.ndarray, list[str], dict[str, Any]]:
+    """Outputs, warning messages and the runner's ``fitted`` report of this fit (``{}`` when it has none)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = runner.fit_predict(X.iloc[tr], y.iloc[tr], X.iloc[te], labels, seed)
     msgs = [f"{w.category.__name__}: " + re.sub(r"\d+", "#", str(w.message))[:200] for w in caught]
-    return np.asarray(out, dtype=np.float64), msgs
+    return np.asarray(out, dtype=np.float64), msgs, dict(getattr(runner, "fitted", None) or {})
 
 
-def _call_with_timeout(timeout: float, *a: Any) -> tuple[np.ndarray, list[str]]:
+def _call_with_timeout(timeout: float, *a: Any) -> tuple[np.ndarray, list[str], dict[str, Any]]:
     """``_call`` in a forked child, killed after ``timeout`` seconds (raises ``TimeoutError``)."""
     import multiprocessing as mp
 
@@ -202,14 +203,15 @@ def _fit_one(runner: Any, X: pd.DataFrame, y: pd.Series, tr: np.ndarray, te: np.
     t0 = time.perf_counter()
     try:
         if timeout:
-            out, msgs = _call_with_timeout(timeout, runner, X, y, tr, te, labels, seed)
+            out, msgs, fitted = _call_with_timeout(timeout, runner, X, y, tr, te, labels, seed)
         else:
-            out, msgs = _call(runner, X, y, tr, te, labels, seed)
+            out, msgs, fitted = _call(runner, X, y, tr, te, labels, seed)
         warned.update(msgs)
         dt = time.perf_counter() - t0
         if not np.all(np.isfinite(out)):
             return {"status": "error", "error": "non-finite output", "fit_predict_s": dt}
-        return {"status": "ok", "metrics": _score(runner.task, y.iloc[te], out, labels), "fit_predict_s": dt}
+        return {"status": "ok", "metrics": _score(runner.task, y.iloc[te], out, labels), "fit_predict_s": dt,
+                **({"fitted": fitted} if fitted else {})}
     except TimeoutError as exc:
         return {"status": "timeout", "error": str(exc), "fit_predict_s": time.perf_counter() - t0}
     except Exception as exc:  # a failing model is recorded, never dropped

@@ -115,16 +115,24 @@ def test_readme_wide_fast_path_figures_match_the_result() -> None:
     assert "4 of 5 rounds" in text
 
 
-SUITE = "orion-suite-summary-2026-11-29.json"
+#: the summary of 2026-11-29 with the fine-tuned runner (``orion_suite_summary.py --vs orion-msp``); its
+#: ``orion-msp`` and ``orion-blend`` blocks are those of the first summary, ``orion-suite-summary-2026-11-29.json``
+SUITE = "orion-suite-summary-ft-2026-11-29.json"
 #: README label of each ORION runner of the summary
-RUNNERS = {"orion-msp": "ORION-MSP alone (`linear_blend=0`)", "orion-blend": "defaults (`linear_blend=\"auto\"`)"}
+RUNNERS = {"orion-msp": "ORION-MSP alone (`linear_blend=0`)", "orion-blend": "defaults (`linear_blend=\"auto\"`)",
+           "orion-alone-ft": "ORION-MSP alone, fine-tuned (`linear_blend=0`, `fine_tune`)"}
+#: the runner fine-tuned ORION-MSP alone is compared with (``--vs``)
+FT_RUNNER, FT_BASE = "orion-alone-ft", "orion-msp"
 
 
 def suite_rows(summary: dict) -> list[str]:
-    """The README rows of the three-split table, from ``orion_suite_summary.py``'s JSON."""
+    """The README rows of the three-split table, from ``orion_suite_summary.py``'s JSON; a runner's "all" row
+    only where it covers the splits of the defaults' runner (otherwise its per-split rows say it all)."""
     rows = []
     blocks = [(s, m, b) for s, d in summary["per_split"].items() for m, b in d.items()]
-    blocks += [("all", m, b) for m, b in summary["all_splits"].items()]
+    full = [s for s, d in summary["per_split"].items() if DEFAULT_RUNNER in d]
+    blocks += [("all", m, b) for m, b in summary["all_splits"].items()
+               if [s for s, d in summary["per_split"].items() if m in d] == full]
     for split, model, b in blocks:
         auc, rank = b["mean_roc_auc"], b["mean_rank"]
         wl, wx = b["vs_linear_w_l_t"], b["vs_xgboost_w_l_t"]
@@ -147,6 +155,22 @@ def test_readme_three_split_suite_table_matches_the_summary() -> None:
     fragment = (f"the {v['N_OLD']} tables both reached): {v['OLD']} -> {v['NEW']} (LR {v['LR_OLD']}); loans_grade "
                 f"{v['LG_OLD']} -> {v['LG_NEW']}, pd_speech {v['PD_OLD']} -> {v['PD_NEW']}, every other table within 0.01")
     assert fragment in " ".join(text.split()), fragment
+    assert ft_text(summary) in " ".join(text.split()), ft_text(summary)
+
+
+def ft_text(summary: dict) -> str:
+    """The README's sentence on fine-tuned ORION-MSP alone against ORION-MSP alone (``vs_base``) and LR."""
+    parts = []
+    for s, d in summary["per_split"].items():
+        if FT_RUNNER not in d:
+            continue
+        b = d[FT_RUNNER]
+        vs, auc = b["vs_base"], b["mean_roc_auc"]
+        kept = b.get("fine_tune_kept")
+        parts.append(f"split {s}, {vs['n']} tables: {vs['mean_roc_auc'][FT_BASE]:.4f} -> {auc[FT_RUNNER]:.4f} "
+                     f"(LR {auc['linear']:.4f}, XGBoost {auc['xgboost']:.4f}), better on {vs['w_l_t'][0]}, worse on "
+                     f"{vs['w_l_t'][1]}" + (f", tuned weights kept on {kept[0]} of {kept[1]}" if kept else ""))
+    return "; ".join(parts)
 
 
 #: the runner of the estimator's defaults in the summary

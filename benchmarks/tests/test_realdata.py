@@ -278,3 +278,41 @@ def test_split_summary_pools_splits_counts_timeouts_and_checks_the_targets(tmp_p
     tf = over["targets"]["tabflex_rank_better_than_every_gbdt"]
     assert tf["gbdts_present"] == ["catboost"] and tf["head_to_head_mean_ranks"]["tabflex"] == 1.333 and tf["met"]
     assert not res["per_split"]["classification/split0"]["targets"]["tabflex_rank_better_than_every_gbdt"]["met"]
+
+
+def test_records_keep_the_fitted_choices_of_a_tabzoo_estimator() -> None:
+    """A tabzoo runner's record keeps the estimator's ``FITTED_REPORT`` attributes (``"fitted"``, as JSON
+    types), in a forked child (``--timeout``) as in the parent; a peer's record has none."""
+    from collections import Counter, defaultdict
+
+    from _realdata_models import Runner, _tabzoo_runner
+    from realdata import parse_args, run_main
+
+    class Fake:
+        def __init__(self, random_state: int = 0) -> None:
+            self.random_state = random_state
+
+        def fit(self, X, y):  # noqa: ANN001, ANN201
+            self.classes_ = np.unique(y)
+            self.linear_blend_ = np.float64(0.25)
+            self.fine_tune_ = {"kept": np.bool_(True), "steps": np.int64(50), "reason": None}
+            return self
+
+        def predict_proba(self, X):  # noqa: ANN001, ANN201
+            return np.full((len(X), len(self.classes_)), 1.0 / len(self.classes_))
+
+    def peer(X_train, y_train, X_test, labels, seed):  # noqa: ANN001, ANN202
+        return np.full((len(X_test), len(labels)), 1.0 / len(labels))
+
+    spec = get_table("penguins")
+    X, y = load_table(spec)
+    want = {"linear_blend": 0.25, "fine_tune": {"kept": True, "steps": 50, "reason": None}}
+    for timeout in ("fake=60", "fake=0"):
+        runners = {"classification": [_tabzoo_runner("fake", Fake, "classification", {}, False),
+                                      Runner("peer", "peer", "classification", peer)], "regression": []}
+        args = parse_args(["--timeout", timeout, "--splits", "1"])
+        records, _, _ = run_main([(spec, X, y)], runners, args, defaultdict(Counter))
+        by_model = {r["model"]: r for r in records}
+        assert by_model["fake"]["status"] == "ok" and by_model["fake"]["fitted"] == want, timeout
+        assert json.loads(json.dumps(by_model["fake"]["fitted"])) == want
+        assert "fitted" not in by_model["peer"]
