@@ -106,6 +106,10 @@ def _stabiliser_figures() -> list[tuple[str, str]]:
     chosen = max(stab, key=lambda k: sum(r["val"] for r in stab[k]["runs"]))
     out.append(("chosen on val", f"Chosen on val, transfer with winsorizing (`{chosen.removeprefix('ramba-')}`) scores "
                                  f"{stab[chosen]['test_mean']:.3f} +- {stab[chosen]['test_std']:.3f} on test"))
+    large = _models("regression-stab-large-2026-11-29", "nyc-arr-delay")["ramba-tr-w01-24x96"]
+    out.append(("chosen recipe at 5,000 seeds", f"scores {large['test_mean']:.3f} +- {large['test_std']:.3f} ("
+                + " / ".join(f"{r['test']:.3f}" for r in large["runs"]) + "; val "
+                + " / ".join(f"{r['val']:.3f}" for r in large["runs"]) + ")"))
     b = json.loads((RESULTS / "ramba-tasks-regression-batches-2026-11-29.json").read_text())
     c = b["constant_loss_first_last_20"]
 
