@@ -135,7 +135,8 @@ def gbdts(name: str, bt: Any, db: Any, full: dict[str, Any], draw: dict[str, Any
 
 _VARIANT_KEYS = {"preset": str, "mixer": str, "text_encoder": str, "d_model": int, "n_layers": int, "lr": float,
                  "steps": int, "batch_size": int, "n_child": int, "max_rows": int, "policy": str, "init": str,
-                 "source": str, "source_steps": int, "loss": str, "huber_delta": float}
+                 "source": str, "source_steps": int, "loss": str, "huber_delta": float, "wd": float, "schedule": str,
+                 "winsorize": float, "head_init": int, "eval_every": int, "patience": int}
 
 
 def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -147,13 +148,23 @@ def parse_variant(spec: str, args: argparse.Namespace) -> tuple[str, dict[str, A
     v: dict[str, Any] = {"preset": args.preset, "mixer": "ssm", "text_encoder": args.text_encoder, "lr": args.lr,
                          "steps": args.steps, "batch_size": args.batch_size, "n_child": args.n_child,
                          "max_rows": args.max_rows, "policy": "recent", "init": "", "source": "",
-                         "source_steps": args.steps, "loss": "mse", "huber_delta": 1.0}
+                         "source_steps": args.steps, "loss": "mse", "huber_delta": 1.0, "wd": 0.0, "schedule": "constant",
+                         "winsorize": 0.0, "head_init": 0, "eval_every": args.eval_every, "patience": 0}
     for item in filter(None, rest.split(",")):
         key, _, val = item.partition("=")
         if key not in _VARIANT_KEYS:
             raise SystemExit(f"unknown variant key {key!r} in {spec!r}; use {sorted(_VARIANT_KEYS)}")
         v[key] = _VARIANT_KEYS[key](val)
     return name, v
+
+
+def _fit_kwargs(v: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The variant's stabilisers as :func:`tabzoo_ramba.train.finetune` keywords (weight decay and
+    schedule for every task; winsorizing and the head's init only for regression)."""
+    out = {"weight_decay": v["wd"], "schedule": v["schedule"]}
+    if kind == "regression":
+        out |= {"winsorize": v["winsorize"], "head_init": bool(v["head_init"])}
+    return out
 
 
 def source_state(name: str, steps: int, seed: int, sampler: Any, r: Any, db: Any, draw: dict[str, Any],
@@ -221,7 +232,7 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
 
         meta: dict[str, Any] = {
             "config": dict(cfg), "sampler": str(sampler),
-            "budget": {k: v[k] for k in ("steps", "batch_size", "lr")} | {"eval_every": args.eval_every,
+            "budget": {k: v[k] for k in ("steps", "batch_size", "lr", "eval_every", "patience")} | {
                                                                           "pretrained": v["init"] or None},
             "tokens_mean": float(np.mean(lens)), "tokens_max": int(max(lens)), "serialize_s": round(ser_s, 1)}
 
@@ -229,6 +240,7 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
             meta["source"] = {"task": v["source"], "steps": v["source_steps"]}
         if bt.task.kind == "regression":
             meta["loss"] = {"loss": v["loss"], "huber_delta": v["huber_delta"] if v["loss"] == "huber" else None}
+            meta["fit"] = _fit_kwargs(v, "regression")
         for s in seeds:
             t1, c1 = time.time(), time.process_time()
             model = load_pretrained_model(v["init"]) if v["init"] else None
@@ -239,11 +251,14 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
                 r.model.load_state_dict(src["state"])
                 meta["source"][f"seed_{s}"] = {k: src[k] for k in ("val", "cpu_s")}
             losses: list[float] = []
+            best_step = 0
             if v["steps"] > 0:
                 res = finetune(r.model, seqs["train"], draw["train"].y, kind=bt.task.kind, mu=mu, sd=sd,
                                val=seqs["val"], y_val=draw["val"].y, steps=v["steps"], batch_size=v["batch_size"],
-                               lr=v["lr"], eval_every=args.eval_every, seed=s, progress=False, encoder=r.encoder,
-                               predict=r._predict_seqs, loss=v["loss"], huber_delta=v["huber_delta"])
+                               lr=v["lr"], eval_every=v["eval_every"], seed=s, progress=False, encoder=r.encoder,
+                               predict=r._predict_seqs, loss=v["loss"], huber_delta=v["huber_delta"],
+                               patience=v["patience"] or None, **_fit_kwargs(v, bt.task.kind))
+                best_step = res.best_step
                 losses = [float(x) for x in res.losses]
             r.model.eval()
             p_test, p_val = r._predict_seqs(seqs["test"]), r._predict_seqs(seqs["val"])
@@ -252,7 +267,7 @@ def ramba(bt: Any, db: Any, draw: dict[str, Any], seeds: list[int], args: argpar
             runs.append({"seed": s, "test": test, "val": val, "wall_s": round(time.time() - t1, 1),
                          "cpu_s": round(time.process_time() - c1, 1),
                          "loss_first_last_20": [float(np.mean(losses[:20])), float(np.mean(losses[-20:]))]
-                         if losses else None})
+                         if losses else None, "steps_run": len(losses), "best_step": best_step if losses else None})
             if bt.task.kind == "regression":
                 runs[-1] |= _recalibrated(draw["val"].y, p_val, draw["test"].y, p_test)
             print(f"  {vname} seed {s}: test {test:.4f} val {val:.4f} {runs[-1].get('test_recal', '')} "

@@ -92,6 +92,63 @@ def _figures() -> list[tuple[str, str]]:
     ]
 
 
+def _stabiliser_figures() -> list[tuple[str, str]]:
+    """The 2026-11-29 regression rows (small budget), the batch replay and the FLOP counts."""
+    stab = _models("regression-stab-2026-11-29", "nyc-arr-delay")
+    base = _models("regression-small-2026-11-28", "nyc-arr-delay")["ramba-mse-8x48"]
+
+    def row(name: str, entry: dict) -> str:
+        val = sum(r["val"] for r in entry["runs"]) / len(entry["runs"])
+        return f"| `{name}` | {val:.3f} | {entry['test_mean']:.3f} +- {entry['test_std']:.3f} |"
+
+    out = [("default regression row", row("mse-8x48", base))]
+    out += [(f"stabiliser row {k}", row(k.removeprefix("ramba-"), v)) for k, v in stab.items()]
+    chosen = max(stab, key=lambda k: sum(r["val"] for r in stab[k]["runs"]))
+    out.append(("chosen on val", f"Chosen on val, transfer with winsorizing (`{chosen.removeprefix('ramba-')}`) scores "
+                                 f"{stab[chosen]['test_mean']:.3f} +- {stab[chosen]['test_std']:.3f} on test"))
+    large = _models("regression-stab-large-2026-11-29", "nyc-arr-delay")["ramba-tr-w01-24x96"]
+    out.append(("chosen recipe at 5,000 seeds", f"scores {large['test_mean']:.3f} +- {large['test_std']:.3f} ("
+                + " / ".join(f"{r['test']:.3f}" for r in large["runs"]) + "; val "
+                + " / ".join(f"{r['val']:.3f}" for r in large["runs"]) + ")"))
+    b = json.loads((RESULTS / "ramba-tasks-regression-batches-2026-11-29.json").read_text())
+    c = b["constant_loss_first_last_20"]
+
+    def arrow(key: str) -> str:
+        return f"{c[key][0]:.2f} -> {c[key][1]:.2f}"
+
+    out += [("constant on the batches", f"goes {arrow('raw_seed_1')} and {arrow('raw_seed_2')} at seeds 1 / 2 ("
+                                        f"{arrow('winsorized_seed_1')} and {arrow('winsorized_seed_2')} winsorized"),
+            ("top 1 % share", f"hold {b['top1pct_share_of_sum_of_squares']['train']:.0%} of its sum of squares (val "
+                              f"{b['top1pct_share_of_sum_of_squares']['val']:.0%}, test "
+                              f"{b['top1pct_share_of_sum_of_squares']['test']:.0%})".replace("%", " %")),
+            ("draw means", f"mean is {b['mean']['val']:.1f} minutes against {b['mean']['train']:.1f} in train and "
+                           f"{b['mean']['test']:.1f} in test")]
+    fl = json.loads((RESULTS / "ramba-flops-2026-11-29.json").read_text())
+    r0 = fl["rows"][0]
+    ex = fl["extrapolated_16384"]
+    out += [("FLOPs at 512", f"Ramba's forward is {r0['ramba_fwd_total'] / 1e6:.0f} MFLOP against the dense transformer's "
+                             f"{r0['dense_fwd'] / 1e6:.0f} (the plugin's dense variant {r0['dense_mixer_fwd'] / 1e6:.0f}), "
+                             f"forward + backward {r0['ramba_fwdbwd_total'] / 1e6:.0f} against "
+                             f"{r0['dense_fwdbwd'] / 1e6:.0f}"),
+            ("dense/Ramba FLOPs", " / ".join(f"{r['dense_over_ramba_fwd']:.2f}" for r in fl["rows"]) + " forward and "
+             + " / ".join(f"{r['dense_over_ramba_fwdbwd']:.2f}" for r in fl["rows"]) + " forward + backward"),
+            ("16k extrapolated", f"extrapolated {ex['dense_over_ramba_fwd']:.1f} / {ex['dense_over_ramba_fwdbwd']:.1f}"),
+            ("scan share", f"with {r0['ramba_scan_elementwise_fwd'] / r0['ramba_fwd_total']:.0%} ".replace("%", " %")
+             + "of Ramba's FLOPs in the scan's")]
+    ab = json.loads((RESULTS / "ramba-fused-ab-2026-11-29.json").read_text())["rows"][0]
+    fwd = ab["dense_forward_cpu_ms"] / ab["ramba_after_forward_cpu_ms"] / r0["dense_over_ramba_fwd"]
+    fb = ab["dense_fwdbwd_cpu_ms"] / ab["ramba_after_fwdbwd_cpu_ms"] / r0["dense_over_ramba_fwdbwd"]
+    out.append(("share of dense's FLOP rate", f"at {fwd:.0%} (forward) and {fb:.0%} (forward + backward) of dense's "
+                "FLOP rate".replace("%", " %")))
+    return out
+
+
+@pytest.mark.parametrize(("what", "text"), _stabiliser_figures())
+def test_readme_stabiliser_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
 @pytest.mark.parametrize(("what", "text"), _figures())
 def test_readme_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabzoo.errors import TabzooInputError
 from tabzoo.metrics import r2_score
 from tabzoo_ramba import Ramba, RelationalTask, SamplerConfig, temporal_split
-from tabzoo_ramba.train import cv_recalibrated_r2, finetune, linear_recalibration
+from tabzoo_ramba.train import FinetuneTask, cv_recalibrated_r2, finetune, linear_recalibration
 
 T0 = np.datetime64("2024-01-01T00:00:00", "s")
 TASK = RelationalTask("orders", "spend", "regression", horizon_s=3600.0, lookback_s=7 * 86400.0)
@@ -85,6 +86,47 @@ def test_finetune_refuses_an_unknown_loss() -> None:
         finetune(None, [object()], np.zeros(1), kind="regression", loss="l1", encoder=object())
     with pytest.raises(TabzooInputError, match="huber_delta"):
         finetune(None, [object()], np.zeros(1), kind="regression", loss="huber", huber_delta=0.0, encoder=object())
+
+
+def test_finetune_refuses_bad_stabilisers() -> None:
+    with pytest.raises(TabzooInputError, match="schedule"):
+        finetune(None, [object()], np.zeros(1), kind="regression", schedule="linear", encoder=object())
+    for q in (-0.1, 0.5):
+        with pytest.raises(TabzooInputError, match="winsorize"):
+            finetune(None, [object()], np.zeros(1), kind="regression", winsorize=q, encoder=object())
+
+
+class _Recorder(FinetuneTask):
+    """Keeps the (z-scored, clipped) targets the loss saw."""
+
+    seen: torch.Tensor | None = None
+
+    def __init__(self, *a: object, **k: object) -> None:
+        super().__init__(*a, **k)  # type: ignore[arg-type]
+        _Recorder.seen = self.y
+
+
+def test_winsorize_clips_the_training_target_and_head_init_starts_at_its_mean(
+        shop: tuple[object, dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    import tabzoo_ramba.train as train_mod
+
+    db, split = shop
+    r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
+              progress=False).bind(db, TASK, split["val"].seeds[0][2])
+    seqs = r._seqs(db, split["train"].seeds)
+    y = split["train"].y
+    mu, sd = 1.0, 2.0
+    monkeypatch.setattr(train_mod, "FinetuneTask", _Recorder)
+    monkeypatch.setattr(train_mod, "fit", lambda model, task, cfg, validate=None: cfg)
+    cfg = finetune(r.model, seqs, y, kind="regression", mu=mu, sd=sd, steps=4, winsorize=0.05, head_init=True,
+                   schedule="cosine", weight_decay=0.01, encoder=r.encoder)
+    lo, hi = np.quantile(y, [0.05, 0.95])
+    assert _Recorder.seen is not None
+    np.testing.assert_allclose(_Recorder.seen.numpy(), (np.clip(y, lo, hi) - mu) / sd, rtol=1e-5, atol=1e-5)
+    last = r.model.num_head[-1]
+    assert float(last.weight.detach().abs().max()) == 0.0
+    assert float(last.bias.detach()) == pytest.approx(float(_Recorder.seen.mean()), abs=1e-6)
+    assert (cfg.schedule, cfg.flat_fraction, cfg.weight_decay) == ("flat_cosine", 0.0, 0.01)
 
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)

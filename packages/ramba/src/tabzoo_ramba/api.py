@@ -144,7 +144,9 @@ class Ramba:
         return a * (raw * sd + mu) + b
 
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
-            lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False) -> Ramba:
+            lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False,
+            weight_decay: float = 0.0, schedule: str = "constant", winsorize: float = 0.0,
+            head_init: bool = False) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
@@ -152,6 +154,9 @@ class Ramba:
             mean) or ``"huber"`` (see :func:`tabzoo_ramba.train.finetune`).
         :param recalibrate: regression: map predictions by the least-squares line fitted on the
             val split's predictions (:func:`~tabzoo_ramba.train.linear_recalibration`; needs a val split).
+        :param weight_decay, schedule, winsorize, head_init: the optional stabilisers of
+            :func:`tabzoo_ramba.train.finetune` (off by default; see the README's regression notes
+            for what they did on ``nyc-arr-delay``).
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int")):
@@ -174,7 +179,8 @@ class Ramba:
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
         finetune(self.model, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
                  steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=self.seed,
-                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs, loss=loss)
+                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs, loss=loss,
+                 weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
         if recalibrate and task.kind == "regression" and va is not None and val is not None:
             self.model.eval()
             self.calibration = linear_recalibration(self._predict_seqs(va), val.y)

@@ -44,10 +44,11 @@ from tabzoo_ramba.serialize import ColumnStats, collate, serialize
 from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
-__all__ = ["PRETRAIN_SAMPLER", "REGRESSION_LOSSES", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask",
+__all__ = ["FINETUNE_SCHEDULES", "PRETRAIN_SAMPLER", "REGRESSION_LOSSES", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask",
            "mlm_sequences", "linear_recalibration", "cv_recalibrated_r2"]
 
 REGRESSION_LOSSES = ("mse", "huber")
+FINETUNE_SCHEDULES = ("constant", "cosine")
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +203,10 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
              val: Sequence[Seq] | None = None, y_val: np.ndarray | None = None, steps: int = 200,
              batch_size: int = 16, lr: float = 1e-3, eval_every: int = 50, seed: int = 0, progress: bool = True,
              encoder: Any = None, predict: Callable[[Sequence[Seq]], np.ndarray] | None = None,
-             patience: int | None = None, loss: str = "mse", huber_delta: float = 1.0) -> FitResult:
+             patience: int | None = None, loss: str = "mse", huber_delta: float = 1.0, weight_decay: float = 0.0,
+             schedule: str = "constant", winsorize: float = 0.0, head_init: bool = False) -> FitResult:
     """Fine-tune on serialized task sequences (targets masked) for ``steps`` steps through the core
-    loop: AdamW (no weight decay), clip 1.0, dropout seeded by ``seed``.
+    loop: AdamW (``weight_decay``, default 0), clip 1.0, dropout seeded by ``seed``.
 
     Classification: BCE on the target logit. Regression: ``loss`` on ``(y - mu) / sd``:
     ``"mse"`` (default: the mean, which R^2 scores; see the module docstring) or ``"huber"`` (with
@@ -213,6 +215,14 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
     best val metric (ROC-AUC / R^2, via ``predict``) is kept, and with ``patience`` the run stops
     after that many validations without improvement (``None`` = never). When the val metric is
     undefined (one class, or a constant target) the last state is kept.
+
+    Stabilisers (regression; off by default): ``weight_decay`` (AdamW's, decoupled);
+    ``schedule="cosine"`` (the learning rate decays from ``lr`` to 0 over ``steps`` on a cosine);
+    ``winsorize=q`` (the *training* target clipped at its ``q`` / ``1 - q`` quantiles before the
+    loss, so a few extreme rows do not dominate the squared error; the val metric is still
+    scored on the raw target); ``head_init`` (the numeric head's output layer starts at zero
+    weight and the (clipped) training mean as bias, so the first steps do not chase a random
+    offset).
 
     :returns: the core :class:`~tabzoo.train.fit.FitResult` (``losses``: the loss per step).
     """
@@ -225,9 +235,22 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
         raise TabzooInputError(f"regression loss {loss!r}; use one of {REGRESSION_LOSSES}")
     if not huber_delta > 0:
         raise TabzooInputError(f"huber_delta must be > 0 (z-units), got {huber_delta}")
-    y = torch.as_tensor(np.asarray(y_train, dtype=np.float32))
+    if schedule not in FINETUNE_SCHEDULES:
+        raise TabzooInputError(f"schedule {schedule!r}; use one of {FINETUNE_SCHEDULES}")
+    if not 0.0 <= winsorize < 0.5:
+        raise TabzooInputError(f"winsorize is a quantile in [0, 0.5), got {winsorize}")
+    y_np = np.asarray(y_train, dtype=np.float64)
+    if kind == "regression" and winsorize > 0:
+        lo, hi = np.quantile(y_np, [winsorize, 1.0 - winsorize])
+        y_np = np.clip(y_np, lo, hi)
+    y = torch.as_tensor(y_np.astype(np.float32))
     if kind == "regression":
         y = (y - mu) / sd
+        if head_init:
+            with torch.no_grad():
+                last = model.num_head[-1]
+                last.weight.zero_()
+                last.bias.fill_(float(y.mean()))
     validate = None
     if val is not None and predict is not None and len(val) and y_val is not None:
         if len(np.unique(np.asarray(y_val))) < 2:
@@ -240,7 +263,8 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
                 return -metric(y_held, predict(held_out))
 
     n_evals = -(-steps // max(1, eval_every)) + 1
-    cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=0.0, clip_norm=1.0,
+    cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=weight_decay, clip_norm=1.0,
+                    schedule="constant" if schedule == "constant" else "flat_cosine", flat_fraction=0.0,
                     eval_every=eval_every, patience=patience or n_evals, seed=seed, progress=progress,
                     desc="ramba finetune")
     task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder, loss=loss,
