@@ -151,9 +151,26 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
     return res
 
 
-def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
+def patience(args: argparse.Namespace, n_train: int) -> int:
+    """The grid's patience in epochs: ``--patience``, or at least ``--patience-steps`` optimizer steps."""
+    if not args.patience_steps:
+        return args.patience
+    steps = -(-n_train // (MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train)))
+    return max(args.patience, -(-args.patience_steps // steps))
+
+
+def draw(st: dict[str, Any], i: int, seed: int, sizes: tuple[int, int, int], n_features: int) -> tuple[float, list]:
+    """Setting ``i`` (``st``) of the grid, drawn for ``seed``: its noise and ``[(x, y)]`` float64 arrays of the
+    train, validation and test rows (``sizes``), a new draw of the task weights and rows per seed."""
     from tabzoo_priors import MultiTabBench
 
+    noise = 1.0 if st["regime"] == "noisy" else 0.01
+    gen = MultiTabBench(n_tasks=st["t"], n_features=n_features, p=st["p"], degrees=3, noise=noise, sizes=sizes)
+    s = gen.sample(seed=1000 * seed + i)
+    return noise, [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
+
+
+def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
     rows = report.setdefault("grid", [])
     sizes = args.design == "sizes"
     settings = [(i, st) for i, st in enumerate(SIZES if sizes else GRID) if not args.settings or i in args.settings]
@@ -167,16 +184,9 @@ def grid(args: argparse.Namespace, report: dict[str, Any]) -> None:
             n_val = max(args.n_val, n_train // 5)
         else:
             n_train, n_val = (args.n_train // 2 if st["regime"] == "small" else args.n_train), args.n_val
-        noise = 1.0 if st["regime"] == "noisy" else 0.01
-        gen = MultiTabBench(n_tasks=st["t"], n_features=args.n_features, p=st["p"], degrees=3, noise=noise,
-                            sizes=(n_train, n_val, args.n_test))
-        s = gen.sample(seed=1000 * seed + i)  # a new draw of W and rows per seed
-        parts = [(d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64)) for d in (s.train, s.val, s.test)]
+        noise, parts = draw(st, i, seed, (n_train, n_val, args.n_test), args.n_features)
         split = tuple(a for part in parts for a in part)
-        kw = recipe(args, n_train)
-        if args.patience_steps:  # patience of at least --patience-steps optimizer steps
-            steps = -(-n_train // (MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train)))
-            kw["patience"] = max(args.patience, -(-args.patience_steps // steps))
+        kw = recipe(args, n_train) | {"patience": patience(args, n_train)}
         res = fit_all(args.models, ["regression"] * st["t"], split, kw, seed)
         rows.append(dict(st, design=args.design, patience=kw["patience"], setting=i, seed=seed, noise=noise, n_train=n_train, n_val=n_val, **res))
         print(json.dumps({k: rows[-1][k] for k in ("setting", "seed", "regime", "t", "p", "fit_s")}

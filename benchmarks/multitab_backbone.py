@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multitab import SIZES, recipe  # noqa: E402
+from multitab import SIZES, draw, patience, recipe  # noqa: E402
 from tabzoo_multitab import delta_m  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
 
@@ -64,28 +64,10 @@ def committed(model: str = "stl") -> dict[tuple[int, int], list[float]]:
 
 
 def run(variant: str, setting: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    from tabzoo_priors import MultiTabBench
-
     st = SIZES[setting]
     n_train = st["n_train"]
-    n_val = max(args.n_val, n_train // 5)
-    noise = 1.0 if st["regime"] == "noisy" else 0.01
-    gen = MultiTabBench(
-        n_tasks=st["t"],
-        n_features=8,
-        p=st["p"],
-        degrees=3,
-        noise=noise,
-        sizes=(n_train, n_val, 1000),
-    )
-    s = gen.sample(seed=1000 * seed + setting)
-    (xt, yt), (xv, yv), (xe, ye) = [
-        (d.x.numpy().astype(np.float64), d.y.numpy().astype(np.float64))
-        for d in (s.train, s.val, s.test)
-    ]
-    kw = recipe(args, n_train)
-    steps = -(-n_train // MultiTabEstimator(batch_size=args.batch_size)._batch_size(n_train))
-    kw["patience"] = max(args.patience, -(-args.patience_steps // steps))
+    _, ((xt, yt), (xv, yv), (xe, ye)) = draw(st, setting, seed, (n_train, max(args.n_val, n_train // 5), 1000), 8)
+    kw = recipe(args, n_train) | {"patience": patience(args, n_train)}
     kw |= VARIANTS[variant]
     t0 = time.perf_counter()
     est = MultiTabEstimator(
