@@ -18,6 +18,7 @@ its top 1 % of rows hold.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -31,14 +32,16 @@ from ramba_tasks_model import _draws  # noqa: E402
 
 
 def constant_losses(z: np.ndarray, seed: int, steps: int, batch_size: int) -> list[float]:
-    """Squared error of ``z.mean()`` on each of the ``steps`` batches FinetuneTask draws for
-    ``seed`` (``z`` ``[n]``: the training target in z-units)."""
-    rng = np.random.default_rng(seed)
-    size = min(batch_size, len(z))
-    return [
-        float(np.mean((z[rng.choice(len(z), size=size, replace=False)] - z.mean()) ** 2))
-        for _ in range(steps)
-    ]
+    """Squared error of ``z.mean()`` on each of the first ``steps`` batches that
+    :class:`~tabzoo_ramba.train.FinetuneTask` draws for ``seed`` (its own ``batches``, epoch after
+    epoch; ``z`` ``[n]``: the training target in z-units)."""
+    import torch
+    from tabzoo_ramba.train import FinetuneTask
+
+    task = FinetuneTask([None] * len(z), torch.as_tensor(z), kind="regression", batch_size=batch_size, seed=seed,
+                        encoder=None)
+    batches = itertools.chain.from_iterable(task.batches(epoch) for epoch in itertools.count())
+    return [float(np.mean((z[b] - z.mean()) ** 2)) for b in itertools.islice(batches, steps)]
 
 
 def main() -> None:
