@@ -94,8 +94,8 @@ class MultiTabEstimator(BaseEstimator):
         ``benchmarks/results/multitab-options-{b,e16,long}-2026-11-27.json``), while each epoch
         costs 7-19% more; so it is an option for a small epoch budget, not the default.
     :param skip_hidden: width of the wide-and-deep skip path (MultiTab-Net; a departure from the
-        paper): the flattened feature tokens of a row through ``Linear -> GELU -> Linear`` added to
-        the task tokens before the heads. Default 128 (two hidden layers, ``skip_layers``): on
+        paper): the flattened feature tokens of a row through ``skip_layers`` x ``(Linear -> GELU ->
+        dropout)`` then a ``Linear``, added to the task tokens before the heads. Default 128: on
         MultiTab-Bench the paper's backbone alone fits the degree-3 tasks worse than an MLP (issue 26); chosen on validation EV in
         ``benchmarks/results/multitab-backbone-2026-11-29.json``, then run on the whole grid
         (``multitab-grid-sizes-skip{,2}-summary-2026-11-29.json``). ``0`` = the paper's backbone.
