@@ -32,7 +32,11 @@
 * Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin).
 
 Results are written after every setting (``"complete": false`` until the run ends), so an
-interrupted run keeps what it finished.
+interrupted run keeps what it finished. ``summary --require m1 m2`` keeps only the draws that have
+scores of those models (a partial run joined with complete ones). A seeded fit reproduces bit for bit
+on one kind of CPU only: torch draws dropout masks through MKL on Intel CPUs and through its own
+generator elsewhere, so the 2026-11-28 runs (AMD EPYC) and those of 2026-11-29 (Intel Xeon) differ
+for the same code and seed; ``summary`` records each input's CPU and warns when they differ.
 """
 
 from __future__ import annotations
@@ -395,6 +399,8 @@ def main() -> None:
                     help="grid: 'regimes' (clean / noisy / half rows at --n-train) or 'sizes' (300 / 1,500 / 5,000 rows)")
     ap.add_argument("--models", nargs="+", default=["stl", "gbdt", "multitab", "mmoe", "ple"],
                     choices=[*NEURAL, *ABLATIONS, "gbdt", *TWINS])
+    ap.add_argument("--require", nargs="*", default=[],
+                    help="summary: keep only the grid draws that have scores of all these models")
     ap.add_argument("--n-features", type=int, default=8)
     ap.add_argument("--n-train", type=int, default=300)
     ap.add_argument("--n-val", type=int, default=150)
@@ -413,9 +419,18 @@ def main() -> None:
     if args.what == "summary":
         reps = [json.loads(p.read_text()) for p in args.inputs]
         grid_rows = merge([r for rep in reps for r in rep.get("grid", [])])
+        if args.require:  # only the draws every required model ran on (e.g. a partial ablation run)
+            grid_rows = [r for r in grid_rows if all(m in r["scores"] for m in args.require)]
         real_rows = [r for rep in reps for r in rep.get("real", [])]
         twin_rows = [r for r in grid_rows if "mt_twin" in r["scores"]]
-        summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs],
+        # the same code and seed give other numbers on another CPU (torch draws dropout masks through MKL
+        # on Intel CPUs only, so the masks differ on AMD): joined runs should come from one kind of host
+        machines = {str(p): rep.get("machine", {}).get("cpu_model") for p, rep in zip(args.inputs, reps, strict=True)}
+        if len(set(machines.values())) > 1:
+            print(f"warning: the inputs ran on different CPUs {sorted(set(map(str, machines.values())))}; the same "
+                  "seeded fit differs between them, so compare models within one host", file=sys.stderr)
+        summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs], "machines": machines,
+                   "required_models": args.require,
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
                    "grid_by_factor": by_factor(grid_rows) if grid_rows else None,
                    "grid_scores": scores(grid_rows) if grid_rows else None,
