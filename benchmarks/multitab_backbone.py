@@ -50,13 +50,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "skip_drop0": dict(num_embedding="linear", skip_hidden=128, skip_layers=1, dropout=0.0),
     "skip_e16": dict(num_embedding="linear", skip_hidden=128, d_embed=16, n_heads=4),
     "plr_e16": dict(num_embedding="plr", plr_sigma=0.1, skip_hidden=0, d_embed=16, n_heads=4),
+    # round 3 (issue 26 item 4, speed): the default (skip2) with one encoder block instead of two; one
+    # block's step costs ~1.4x MMoE's instead of ~2.2x (the epoch-time result of 2026-11-29, "fast")
+    "skip2_l1": dict(num_embedding="linear", skip_hidden=128, skip_layers=2, n_layers=1),
 }
 
 
-def committed(model: str = "stl") -> dict[tuple[int, int], list[float]]:
-    """Test scores of ``model`` in the committed grid, per (setting, seed)."""
+def committed(model: str = "stl", files: list[Path] | None = None) -> dict[tuple[int, int], list[float]]:
+    """Test scores of ``model`` in the committed grid (or in ``files``), per (setting, seed)."""
     out = {}
-    for p in COMMITTED:
+    for p in files or COMMITTED:
         for r in json.loads(p.read_text())["grid"]:
             if model in r["scores"]:
                 out[(r["setting"], r["seed"])] = r["scores"][model]
@@ -93,9 +96,11 @@ def run(variant: str, setting: int, seed: int, args: argparse.Namespace) -> dict
     }
 
 
-def summarise(paths: list[Path]) -> dict[str, Any]:
+def summarise(paths: list[Path], reference: list[Path] | None = None) -> dict[str, Any]:
+    """Per variant over the draws every variant ran on; Δm against the single-task MLP of ``reference``
+    (result files of ``benchmarks/multitab.py grid``; default the committed 2026-11-28 grid)."""
     rows = [json.loads(line) for p in paths for line in p.read_text().splitlines() if line.strip()]
-    stl, mt, mmoe = committed("stl"), committed("multitab"), committed("mmoe")
+    stl, mt, mmoe = (committed(m, reference) for m in ("stl", "multitab", "mmoe"))
     keys = sorted({(r["setting"], r["seed"]) for r in rows})
     by = {(r["variant"], r["setting"], r["seed"]): r for r in rows}
     variants = sorted({r["variant"] for r in rows})
@@ -138,6 +143,7 @@ def summarise(paths: list[Path]) -> dict[str, Any]:
         "committed": ref,
         "chosen_on_validation": chosen,
         "rule": "the variant with the highest mean validation EV (kept epoch) over the draws every variant ran on",
+        **({"reference": [p.name for p in reference]} if reference else {}),
     }
 
 
@@ -150,6 +156,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summary", type=Path, nargs="*")
+    ap.add_argument("--reference", type=Path, nargs="*",
+                    help="summary: grid result files whose single-task MLP (and MultiTab-Net, MMoE) are the reference "
+                         "(default: the committed 2026-11-28 grid)")
     # the committed grid's recipe (benchmarks/multitab.py's defaults and flags of multitab-grid-sizes-2026-11-28)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--patience", type=int, default=8)
@@ -161,7 +170,7 @@ def main() -> None:
     ap.add_argument("--n-val", type=int, default=150)
     args = ap.parse_args()
     if args.summary:
-        s = summarise(args.summary)
+        s = summarise(args.summary, args.reference)
         print(json.dumps(s, indent=1))
         if args.out:
             args.out.write_text(json.dumps(s, indent=1) + "\n")
