@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -75,7 +76,9 @@ def use_adam(impl: str) -> None:
 VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict(row_ff_mult=1), "self": dict(row_scope="self"),
                                        "rff3_self": dict(row_ff_mult=3, row_scope="self"), "sdpa": dict(kernels="sdpa"),
                                        # the paper's backbone without the skip path (the default since 2026-11-29)
-                                       "noskip": dict(skip_hidden=0)}
+                                       "noskip": dict(skip_hidden=0),
+                                       # one encoder block instead of two (issue 26 item 4: the cheaper configuration)
+                                       "l1": dict(n_layers=1)}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
 
 
@@ -227,6 +230,7 @@ def main() -> None:
         report["rows"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
         report["matmul_fp32_gflops_after"] = round(matmul_gflops(torch.float32, n=512), 2)
+        report["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
         if args.out:
             args.out.write_text(json.dumps(report, indent=1) + "\n")
 
