@@ -21,6 +21,9 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``grid-big``: one noisy setting trained on 5,000 (and 10,000) rows;
 * ``grid-5000``: the one 5,000-row setting run with every model (the grid's timing run);
 * ``epoch``: CPU seconds per epoch against MMoE's, from ``benchmarks/multitab_epoch.py``;
+* ``epoch-fast``: the same with one encoder block (``n_layers=1``) beside the default (2026-11-29);
+* ``backbone-c``: round 3 of the backbone variants (one encoder block), chosen on validation;
+* ``ablations``: the paper's Table 2 ablations and the single-task twin with the default backbone;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -45,6 +48,10 @@ SKIP_SUMMARY = "multitab-grid-sizes-skip-summary-2026-11-29.json"
 BACKBONE = "multitab-backbone-2026-11-29.json"
 BACKBONE_B = "multitab-backbone-b-2026-11-29.json"  # round 2: the skip path's width, depth, dropout
 SKIP2_SUMMARY = "multitab-grid-sizes-skip2-summary-2026-11-29.json"  # the grid with the two-layer skip path
+#: the paper's Table 2 ablations and the single-task twin with the two-layer skip path, on the grid's draws
+ABLATIONS = "multitab-grid-sizes-ablations-summary-2026-11-29.json"
+BACKBONE_C = "multitab-backbone-c-2026-11-29.json"  # round 3: one encoder block (speed)
+EPOCH_FAST = "multitab-epoch-fast-2026-11-29.json"  # epoch time with one encoder block, side by side
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
@@ -53,9 +60,10 @@ BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29/results.json"
 #: block name -> its result file
-BLOCKS = {"grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
-         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE"}
+         "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE",
+         "mt_single": "MultiTab-Net, one shared task token (F-/->T)", "mt_nomask": "MultiTab-Net, no task mask"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
 
 
@@ -111,10 +119,12 @@ def render_backbone(name: str = BACKBONE) -> str:
     b = _load(name)
     v = b["variants"]
     order = sorted(v, key=lambda k: -v[k]["val_mean_ev"])
+    ref = (f"of `{'`, `'.join(b['reference'])}` (its MultiTab-Net" if b.get("reference")
+           else "of the committed 2026-11-28 grid (the committed MultiTab-Net")
     lines = [f"`benchmarks/results/{name}`: MultiTab-Net variants on {len(b['draws'])} draws of the grid "
              "(setting, seed: " + ", ".join(f"{s}/{d}" for s, d in b["draws"]) + "), the grid's recipe; chosen on the "
-             f"mean validation EV only: **{b['chosen_on_validation']}**. Test Δm against the single-task MLP of the "
-             f"committed 2026-11-28 grid (the committed MultiTab-Net: {b['committed']['committed_multitab_dm_vs_stl']:+.2f}, "
+             f"mean validation EV only: **{b['chosen_on_validation']}**. Test Δm against the single-task MLP "
+             f"{ref}: {b['committed']['committed_multitab_dm_vs_stl']:+.2f}, "
              f"MMoE: {b['committed']['committed_mmoe_dm_vs_stl']:+.2f} on these draws).", "",
              "| variant | settings | validation EV | test EV | test Δm vs MLP | fit s |", "| --- | --- | --- | --- | --- | --- |"]
     for k in order:
@@ -266,7 +276,56 @@ def render_demo() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
+def render_ablations() -> str:
+    """The paper's Table 2 ablations (one shared task token; no task mask) and the single-task twin, with
+    the default backbone, against the single-task MLP and against the twin, on the same grid draws."""
+    s = _load(ABLATIONS)
+    models = [m for m in ("multitab", "mt_single", "mt_nomask", "mt_twin", "mmoe") if m in s["grid"]["stl"]]
+    g, tw = s["grid"]["stl"], s["grid"].get("mt_twin", {})
+    sizes = s["grid_by_factor"]["stl"]["n_train"]
+    levels = sorted(sizes, key=int)
+    n_settings = len(s["grid_runs_per_setting"])
+    lines = [f"`benchmarks/results/{ABLATIONS}`: the draws that every ablation ran on ({n_settings} settings"
+             + ("" if n_settings == len(s["grid_settings"]) else f" of {len(s['grid_settings'])}: "
+                + ", ".join(f"{int(n):,}" for n in levels) + " training rows; partial")
+             + f", {g[models[0]]['runs']} runs = settings x seeds; the grid's recipe and draws, the two-layer skip "
+             "path in every MultiTab-Net). Δm (%) mean ± std over runs; settings > 0 = settings whose mean over "
+             "seeds is > 0; the last column is the multitask gain over one MultiTab-Net per task.", "",
+             "| model | Δm vs single-task MLP | settings > 0 | " + " | ".join(f"{int(n):,} rows" for n in levels)
+             + " | Δm vs single-task MultiTab-Net | settings > 0 |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in levels) + " | --- | --- |"]
+    for m in models:
+        o = g[m]
+        vs_twin = f"{_pm(tw[m])} | {tw[m]['settings_positive']} of {tw[m]['settings']}" if m in tw else "- | -"
+        lines.append(f"| {NAMES[m]} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+                     + " | ".join(_pm(sizes[n][m]) for n in levels) + f" | {vs_twin} |")
+    return "\n".join(lines)
+
+
+def render_epoch_fast() -> str:
+    """Epoch time of the default, of one encoder block (``l1``) and without the skip path, against MMoE's."""
+    e = _load(EPOCH_FAST)
+    rows = e["rows"]
+    variants = [m for m in rows[0]["ratio_to_mmoe_median"] if m != "mmoe"]
+    load = e["machine"].get("load_average_at_start")
+    lines = [f"`benchmarks/results/{EPOCH_FAST}` ({e['machine'].get('cpu_model')}, load {load[0]:.1f} at the start, "
+             f"{e.get('load_average_at_end', ['?'])[0]} at the end): CPU seconds per epoch over MMoE's at the same "
+             "token width (8; MLPs 128-64, 3 tasks), median per-epoch time inside the training loop (whole fit ÷ "
+             f"epochs in brackets), median of {e['settings']['repeats']} alternated repeats, one thread; `multitab` = "
+             "the default (two encoder blocks), `multitab_l1` = one encoder block, `multitab_noskip` = no skip "
+             "path; FLOPs: matmul and attention FLOPs per training step over MMoE's.", "",
+             "| rows, batch | " + " | ".join(variants) + " | FLOPs " + " / ".join(variants) + " |",
+             "| --- | " + " | ".join("---" for _ in variants) + " | --- |"]
+    for r in rows:
+        lines.append(f"| {r['n_train']:,}, {r['batch_size']} | "
+                     + " | ".join(f"{r['loop_ratio_to_mmoe_median'][v]:.2f}x ({r['ratio_to_mmoe_median'][v]:.2f}x)"
+                                  for v in variants)
+                     + " | " + " / ".join(f"{r['mflop_ratio_to_mmoe'][v]:.2f}x" for v in variants) + " |")
+    return "\n".join(lines)
+
+
+RENDER = {"ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
+          "grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
           "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 
 
