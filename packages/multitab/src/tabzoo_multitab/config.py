@@ -78,7 +78,10 @@ class MultiTabConfig:
         each column's table is reserved for unseen or missing categories).
     :param tasks: the tasks, in output order.
     :param d_embed: token width ``e``.
-    :param n_layers: encoder blocks ``N``.
+    :param n_layers: encoder blocks ``N``. ``1`` is the speed setting: an epoch within 1.5x MMoE's
+        (1.35x at 300 rows / batch 32, 1.47x at 3,000 / 256, against 2.09x / 2.60x with 2:
+        ``benchmarks/results/multitab-epoch-fast-2026-11-29.json``) at a mean validation EV 0.0005
+        below 2 on 12 grid draws (``multitab-backbone-c-2026-11-29.json``; 2 kept as the default).
     :param n_heads: inter-feature attention heads (must divide ``d_embed``).
     :param row_heads: inter-sample attention heads (must divide the inter-sample width: ``(d + t) * e``,
         or ``row_dim``).
