@@ -46,6 +46,7 @@ import datetime as _dt
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +277,18 @@ def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(joined.values())
 
 
+def require(rows: list[dict[str, Any]], models: list[str]) -> list[dict[str, Any]]:
+    """The rows that hold scores of every model in ``models`` (all rows when it is empty): the draws a
+    partial run (e.g. the ablations on some settings) shares with the complete ones it is joined to."""
+    return [r for r in rows if all(m in r["scores"] for m in models)]
+
+
+def cpu_models(paths: Sequence[Path | str], reports: list[dict[str, Any]]) -> dict[str, str | None]:
+    """Each input's CPU model. The same code and seed give other numbers on another kind of CPU (torch
+    draws dropout masks through MKL on Intel CPUs only), so joined runs should share one."""
+    return {str(p): rep.get("machine", {}).get("cpu_model") for p, rep in zip(paths, reports, strict=True)}
+
+
 def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     """Per reference: mean, std and count of Δm per model over all rows; settings where it is > 0."""
     out: dict[str, Any] = {}
@@ -418,14 +431,10 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.what == "summary":
         reps = [json.loads(p.read_text()) for p in args.inputs]
-        grid_rows = merge([r for rep in reps for r in rep.get("grid", [])])
-        if args.require:  # only the draws every required model ran on (e.g. a partial ablation run)
-            grid_rows = [r for r in grid_rows if all(m in r["scores"] for m in args.require)]
+        grid_rows = require(merge([r for rep in reps for r in rep.get("grid", [])]), args.require)
         real_rows = [r for rep in reps for r in rep.get("real", [])]
         twin_rows = [r for r in grid_rows if "mt_twin" in r["scores"]]
-        # the same code and seed give other numbers on another CPU (torch draws dropout masks through MKL
-        # on Intel CPUs only, so the masks differ on AMD): joined runs should come from one kind of host
-        machines = {str(p): rep.get("machine", {}).get("cpu_model") for p, rep in zip(args.inputs, reps, strict=True)}
+        machines = cpu_models(args.inputs, reps)
         if len(set(machines.values())) > 1:
             print(f"warning: the inputs ran on different CPUs {sorted(set(map(str, machines.values())))}; the same "
                   "seeded fit differs between them, so compare models within one host", file=sys.stderr)

@@ -38,3 +38,19 @@ def test_summary_spread_and_scores_are_over_seeds_of_a_setting() -> None:
     assert s["settings_positive"] == 0
     sc = multitab.scores(rows)["11"]["multitab"]
     assert sc == {"mean": pytest.approx(0.9), "std": pytest.approx(0.09), "runs": 2}
+
+
+def test_require_keeps_the_draws_a_partial_run_shares_with_the_complete_ones() -> None:
+    full = [_row(0, 300, {"stl": [0.9], "multitab": [0.9]}), _row(1, 300, {"stl": [0.9], "multitab": [0.9]})]
+    partial = [_row(0, 300, {"mt_single": [0.8], "mt_twin": [0.85]})]
+    rows = multitab.merge(full + partial)
+    kept = multitab.require(rows, ["mt_single", "mt_twin"])
+    assert [r["seed"] for r in kept] == [0]
+    assert set(kept[0]["scores"]) == {"stl", "multitab", "mt_single", "mt_twin"}
+    assert multitab.require(rows, []) == rows
+
+
+def test_cpu_models_name_each_inputs_host() -> None:
+    reps = [{"machine": {"cpu_model": "AMD EPYC"}}, {"machine": {"cpu_model": "Intel(R) Xeon(R) Processor"}}, {}]
+    got = multitab.cpu_models(["a.json", "b.json", "c.json"], reps)
+    assert got == {"a.json": "AMD EPYC", "b.json": "Intel(R) Xeon(R) Processor", "c.json": None}
