@@ -70,7 +70,9 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mt_rff1": dict(architecture="multitab", row_ff_mult=1),
              "mt_rff3_self": dict(architecture="multitab", row_ff_mult=3, row_scope="self"),
              # the paper's backbone without the skip path the estimator adds by default since 2026-11-29
-             "mt_noskip": dict(architecture="multitab", skip_hidden=0)}
+             "mt_noskip": dict(architecture="multitab", skip_hidden=0),
+             # one encoder block instead of two: the speed setting (epoch within 1.5x MMoE's)
+             "mt_l1": dict(architecture="multitab", n_layers=1)}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
 TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
 REFERENCES = ("stl", "gbdt", *TWINS)
@@ -78,7 +80,7 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self",
-         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)"}
+         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -361,7 +363,7 @@ def plot(rows: list[dict[str, Any]], path: Path, ref: str = "stl", key: str = "s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = [m for m in ("multitab", "mt_noskip", "mt_single", "mt_nomask", "mt_twin", "stl", "mmoe", "ple", "shared_bottom", "gbdt") if any(
+    models = [m for m in ("multitab", *ABLATIONS, *TWINS, "stl", "mmoe", "ple", "shared_bottom", "gbdt") if any(
         m in r["delta_m"].get(ref, {}) for r in rows)]
     # on the grid GBDT per task is 10-40% below every neural model: its bars would flatten theirs
     # (it has its own plot, ``-vs-gbdt``)
