@@ -126,7 +126,7 @@ def test_winsorize_clips_the_training_target_and_head_init_starts_at_its_mean(
     last = r.model.num_head[-1]
     assert float(last.weight.detach().abs().max()) == 0.0
     assert float(last.bias.detach()) == pytest.approx(float(_Recorder.seen.mean()), abs=1e-6)
-    assert (cfg.schedule, cfg.flat_fraction, cfg.weight_decay) == ("flat_cosine", 0.0, 0.01)
+    assert (cfg.schedule, cfg.weight_decay) == ("cosine", 0.01)  # the core's name, no special case here
 
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
@@ -165,3 +165,10 @@ def test_cross_validated_recalibration_scores_held_out_folds() -> None:
     cv = cv_recalibrated_r2(p, y)
     assert 0.6 < cv < r2_score(y, 2.0 * p + 0.0) + 0.05  # near the true line's R^2 (0.8)
     assert cv_recalibrated_r2(rng.normal(size=200), y) < 0.02  # no signal: no R^2 from refitting
+
+
+def test_finetune_schedules_are_core_schedule_names() -> None:
+    from tabzoo.train.optim import SCHEDULES
+    from tabzoo_ramba.train import FINETUNE_SCHEDULES
+
+    assert set(FINETUNE_SCHEDULES) <= set(SCHEDULES)
