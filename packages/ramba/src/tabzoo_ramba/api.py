@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -211,12 +211,13 @@ class Ramba:
             elif self._fresh:
                 member = self._init_model(seed)
             else:
+                assert start is not None
                 member = copy.deepcopy(self.model)
                 member.load_state_dict(start)
             finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
                      steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=seed,
                      progress=self.progress, encoder=self.encoder, loss=loss,
-                     predict=lambda q, m=member: self._predict_seqs(q, [m]),  # its own val metric picks its state
+                     predict=self._member_predictor(member),  # its own val metric picks its best state
                      weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
             members.append(member.eval())
         self.members = members
@@ -224,6 +225,9 @@ class Ramba:
             self.model.eval()
             self.calibration = linear_recalibration(self._predict_seqs(va), val.y)
         return self
+
+    def _member_predictor(self, member: RambaModel) -> Callable[[Sequence[Seq]], np.ndarray]:
+        return lambda seqs: self._predict_seqs(seqs, [member])
 
     def _check_memory(self, seqs: Sequence[Seq], batch_size: int) -> None:
         """Refuse before training when a step's estimated peak (parameters, gradients and Adam
