@@ -192,6 +192,22 @@ def _averaging_figures() -> list[tuple[str, str]]:
         ("load", f"load {min(ens['training_run']['load_average_at_start'][0], ens['training_run']['load_average_at_end'][0]):.1f}"
                  f"-{max(ens['training_run']['load_average_at_start'][0], ens['training_run']['load_average_at_end'][0]):.1f}"),
     ]
+    long = json.loads((RESULTS / "ramba-tasks-regression-long-2026-11-29.json").read_text())
+    el = long["estimators"]
+    best = [s for r, m in zip(el["single"]["runs"], long["member_snapshots"].values(), strict=True)
+            for s, v in zip(m[0]["steps"], m[0]["val"], strict=True) if v == r["val"]]
+    loads = long["training_run"]["load_average_at_start"][:1] + long["training_run"]["load_average_at_end"][:1]
+    out += [
+        ("row 750 steps", row("one fit of 750 steps (the 5 fits' compute), best of its val steps 50, 100, ..., 750",
+                              el["single"])),
+        ("row 750 last", row("the same at step 750", el["single-last"])),
+        ("row 750 snapshots", row("the same, its snapshots of steps 400-750 averaged", el["snap"])),
+        ("750 best steps", "steps " + " / ".join(str(s) for s in best) + f") score {el['single']['test_mean']:.3f} on test"),
+        ("750 budget", f"one fit of {long['steps']} steps" if long["steps"] == 5 * ens["steps"] else "budget differs"),
+        ("750 load", f"load {min(loads):.1f}-{max(loads):.1f}"),
+        ("750 last below constant", "the last state is below the constant"
+         if el["single-last"]["test_mean"] < el["constant"]["test_mean"] else "last state above the constant"),
+    ]
     return out
 
 
