@@ -153,3 +153,65 @@ def test_readme_stabiliser_figure_matches_its_result_file(what: str, text: str) 
 def test_readme_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _averaging_figures() -> list[tuple[str, str]]:
+    """The averaging rows (``ramba_tasks_regression_ensemble.py``): seed ensembles, snapshots and
+    scaling on the small-budget draws of ``nyc-arr-delay``, and one fit of 5x the steps."""
+    ens = json.loads((RESULTS / "ramba-tasks-regression-ensemble-2026-11-29.json").read_text())
+    e = ens["estimators"]
+    small = _models("regression-small-2026-11-28", "nyc-arr-delay")
+    flat = small["lightgbm-flat-train-draw"]
+
+    def row(label: str, entry: dict) -> str:
+        return f"| {label} | {entry['val_mean']:.3f} | {entry['test_mean']:.3f} +- {entry['test_std']:.3f} |"
+
+    members = e["member-average"]["runs"]
+    mt = [x for r in members for x in r["member_test"]]
+    mv = [x for r in members for x in r["member_val"]]
+    shrink = [r["shrink"] for r in e["ens-5+shrink"]["runs"]]
+    chosen = e[ens["chosen"]]
+    out = [
+        ("member 0 is the default fit", "reproduces the `mse-8x48` row (val and test R^2 to 1e-6)"
+         if all(abs(a["test"] - b["test"]) < 1e-6 and abs(a["val"] - b["val"]) < 1e-6 for a, b in
+                zip(e["single"]["runs"], small["ramba-mse-8x48"]["runs"], strict=True)) else "member 0 differs"),
+        ("spread over fits", f"test R^2 runs from {min(mt):.3f} to {max(mt):.3f} (val {min(mv):.3f} to {max(mv):.3f})"),
+        ("row one fit", row("one fit (the default)", e["single"])),
+        ("row member average", row("one fit, averaged over the 5 fits of each seed", e["member-average"])),
+        ("row snapshots", row("one fit, its snapshots of steps 75-150 averaged", e["snap"])),
+        ("row ensemble", row("mean of 5 fits, each at its best val step (`Ramba.fit(ensemble=5)`)", e["ens-5"])),
+        ("row ensemble last", row("mean of 5 fits at the last step", e["ens-5-last"])),
+        ("row ensemble snapshots", row("mean of 5 fits' snapshots", e["ens-5-snap"])),
+        ("row ensemble scaled", row("mean of 5 fits, scaled about the train mean (c on val)", e["ens-5+shrink"])),
+        ("row ensemble snapshots scaled", row("mean of 5 fits' snapshots, scaled", e["ens-5-snap+shrink"])),
+        ("scale factors", f"chosen {min(shrink):.1f} to {max(shrink):.1f}"),
+        ("chosen on val", f"Chosen on val (`{ens['chosen']}`), {chosen['test_mean']:.3f} +- {chosen['test_std']:.3f} "
+                          f"on test, against the flat LightGBM's {flat['test_mean']:.3f} +- {flat['test_std']:.3f}"),
+        ("chosen positive on every seed", "R^2 > 0 holds on every seed" if min(r["test"] for r in chosen["runs"]) > 0
+         else "some seed <= 0"),
+        ("load", f"load {min(ens['training_run']['load_average_at_start'][0], ens['training_run']['load_average_at_end'][0]):.1f}"
+                 f"-{max(ens['training_run']['load_average_at_start'][0], ens['training_run']['load_average_at_end'][0]):.1f}"),
+    ]
+    long = json.loads((RESULTS / "ramba-tasks-regression-long-2026-11-29.json").read_text())
+    el = long["estimators"]
+    best = [s for r, m in zip(el["single"]["runs"], long["member_snapshots"].values(), strict=True)
+            for s, v in zip(m[0]["steps"], m[0]["val"], strict=True) if v == r["val"]]
+    loads = long["training_run"]["load_average_at_start"][:1] + long["training_run"]["load_average_at_end"][:1]
+    out += [
+        ("row 750 steps", row("one fit of 750 steps (the 5 fits' compute), best of its val steps 50, 100, ..., 750",
+                              el["single"])),
+        ("row 750 last", row("the same at step 750", el["single-last"])),
+        ("row 750 snapshots", row("the same, its snapshots of steps 400-750 averaged", el["snap"])),
+        ("750 best steps", "steps " + " / ".join(str(s) for s in best) + f") score {el['single']['test_mean']:.3f} on test"),
+        ("750 budget", f"one fit of {long['steps']} steps" if long["steps"] == 5 * ens["steps"] else "budget differs"),
+        ("750 load", f"load {min(loads):.1f}-{max(loads):.1f}"),
+        ("750 last below constant", "the last state is below the constant"
+         if el["single-last"]["test_mean"] < el["constant"]["test_mean"] else "last state above the constant"),
+    ]
+    return out
+
+
+@pytest.mark.parametrize(("what", "text"), _averaging_figures())
+def test_readme_averaging_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"

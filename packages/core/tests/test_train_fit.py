@@ -136,6 +136,17 @@ def test_lamb_lookahead_flat_cosine_runs_to_lr_zero() -> None:
     assert res.steps == 10
 
 
+def test_cosine_schedule_fits_like_flat_cosine_at_zero() -> None:
+    """The ``"cosine"`` name trains exactly as ``"flat_cosine"`` with ``flat_fraction=0``."""
+    runs = []
+    for kw in ({"schedule": "cosine"}, {"schedule": "flat_cosine", "flat_fraction": 0.0}):
+        model = _model()
+        res = fit(model, LinearTask(), FitConfig(max_steps=10, optimizer="adamw", **kw))  # type: ignore[arg-type]
+        runs.append((res.losses, _weights(model)))
+    assert runs[0][0] == runs[1][0]
+    assert all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1], strict=True))
+
+
 def test_progress_bar_is_switchable(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tqdm", reason="the progress bar needs tqdm (tabzoo-core[progress])")
     fit(_model(), LinearTask(), FitConfig(max_steps=3, desc="tiny fit"))
@@ -149,6 +160,8 @@ def test_progress_bar_is_switchable(capsys: pytest.CaptureFixture[str]) -> None:
     ({"max_steps": 0}, "max_steps=0"),
     ({"max_epochs": 2, "optimizer": "sgd"}, "optimizer='sgd'"),
     ({"max_epochs": 2, "schedule": "flat_cosine"}, "needs max_steps"),
+    ({"max_epochs": 2, "schedule": "cosine"}, "needs max_steps"),
+    ({"max_epochs": 2, "schedule": "linear"}, "schedule='linear'"),
     ({"max_epochs": 2, "patience": 0}, "patience=0"),
 ])
 def test_bad_configs_say_what_to_change(kwargs: dict[str, object], match: str) -> None:

@@ -112,6 +112,27 @@ def test_build_optimizer_and_schedule_by_name() -> None:
         build_schedule(look, "flat_cosine", total_steps=None)
 
 
+def test_cosine_is_flat_cosine_without_the_flat_part() -> None:
+    """``"cosine"`` = ``"flat_cosine"`` with ``flat_fraction=0``, whatever flat_fraction is passed."""
+    lrs = {}
+    for name, flat in (("cosine", 0.7), ("flat_cosine", 0.0)):
+        p = torch.nn.Parameter(torch.ones(3))
+        opt = build_optimizer([p], "adamw", lr=0.1)
+        sched = build_schedule(opt, name, total_steps=10, flat_fraction=flat)
+        assert sched is not None
+        seen = []
+        for _ in range(10):
+            seen.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sched.step()
+        lrs[name] = seen + [opt.param_groups[0]["lr"]]
+    assert lrs["cosine"] == lrs["flat_cosine"]
+    assert lrs["cosine"][1] < 0.1 and lrs["cosine"][-1] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(TabzooInputError, match="'cosine' needs max_steps"):
+        build_schedule(build_optimizer([torch.nn.Parameter(torch.ones(1))], "adam", lr=0.1), "cosine",
+                       total_steps=None)
+
+
 def _adam_trajectory(name: str, **impl: bool) -> torch.Tensor:
     """Parameters after 12 steps of ``name`` on a small MLP of many tensors (weight decay on)."""
     torch.manual_seed(0)

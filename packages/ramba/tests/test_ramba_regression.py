@@ -126,7 +126,7 @@ def test_winsorize_clips_the_training_target_and_head_init_starts_at_its_mean(
     last = r.model.num_head[-1]
     assert float(last.weight.detach().abs().max()) == 0.0
     assert float(last.bias.detach()) == pytest.approx(float(_Recorder.seen.mean()), abs=1e-6)
-    assert (cfg.schedule, cfg.flat_fraction, cfg.weight_decay) == ("flat_cosine", 0.0, 0.01)
+    assert (cfg.schedule, cfg.weight_decay) == ("cosine", 0.01)  # the core's name, no special case here
 
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
@@ -165,3 +165,56 @@ def test_cross_validated_recalibration_scores_held_out_folds() -> None:
     cv = cv_recalibrated_r2(p, y)
     assert 0.6 < cv < r2_score(y, 2.0 * p + 0.0) + 0.05  # near the true line's R^2 (0.8)
     assert cv_recalibrated_r2(rng.normal(size=200), y) < 0.02  # no signal: no R^2 from refitting
+
+
+def test_finetune_schedules_are_core_schedule_names() -> None:
+    from tabzoo.train.optim import SCHEDULES
+    from tabzoo_ramba.train import FINETUNE_SCHEDULES
+
+    assert set(FINETUNE_SCHEDULES) <= set(SCHEDULES)
+
+
+def _tiny(**kw: object) -> Ramba:
+    return Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
+                 progress=False, **kw)  # type: ignore[arg-type]
+
+
+def test_ensemble_predicts_the_mean_of_its_members_and_member_0_is_the_plain_fit(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    ens = _tiny(seed=3).fit(db, TASK, split, steps=3, batch_size=16, eval_every=3, ensemble=2)
+    plain = _tiny(seed=3).fit(db, TASK, split, steps=3, batch_size=16, eval_every=3)
+    other = _tiny(seed=1003).fit(db, TASK, split, steps=3, batch_size=16, eval_every=3)
+    assert len(ens.members) == 2 and ens.members[0] is ens.model
+    seeds = split["test"].seeds
+    p0, p1 = plain.predict(db, seeds), other.predict(db, seeds)
+    assert not np.allclose(p0, p1)  # different init and batches
+    np.testing.assert_allclose(ens.predict(db, seeds), (p0 + p1) / 2, rtol=1e-6, atol=1e-6)
+
+
+def test_ensemble_from_a_given_model_starts_every_member_from_its_weights(shop: tuple[object, dict]) -> None:
+    import copy
+
+    db, split = shop
+    start = _tiny().model
+    ens = Ramba(copy.deepcopy(start), sampler=SamplerConfig(n_child=4, max_rows=12), seed=0, progress=False).fit(
+        db, TASK, split, steps=3, batch_size=16, eval_every=3, ensemble=2)
+    second = Ramba(copy.deepcopy(start), sampler=SamplerConfig(n_child=4, max_rows=12), seed=1000, progress=False).fit(
+        db, TASK, split, steps=3, batch_size=16, eval_every=3)
+    for a, b in zip(ens.members[1].state_dict().values(), second.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_ensemble_refuses_a_bad_size(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    for bad in (0, -1, 1.5):
+        with pytest.raises(TabzooInputError, match="ensemble"):
+            _tiny().fit(db, TASK, split, steps=1, ensemble=bad)  # type: ignore[arg-type]
+
+
+def test_an_ensemble_learns_the_skewed_target(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = _tiny().fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, ensemble=2)
+    test = split["test"]
+    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
+    r2 = r.evaluate(db, test)["value"]
+    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)

@@ -12,7 +12,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,10 @@ from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
 from tabzoo_ramba.train import finetune, linear_recalibration
 
-__all__ = ["Ramba", "predict_seeds", "sequences_for"]
+__all__ = ["ENSEMBLE_SEED_STRIDE", "Ramba", "predict_seeds", "sequences_for"]
+
+#: member ``k`` of ``Ramba.fit(ensemble=K)`` uses seed ``seed + ENSEMBLE_SEED_STRIDE * k``
+ENSEMBLE_SEED_STRIDE = 1000
 
 
 def _check_seeds(db: Any, seeds: Sequence[Seed]) -> None:
@@ -91,6 +95,9 @@ class Ramba:
     :param model: a (pretrained) :class:`RambaModel`; default a fresh one from ``config``.
     :param sampler: the subgraph budget.
 
+    ``fit(ensemble=K)`` trains K members and predicts their mean (:attr:`members`; member 0 is
+    :attr:`model`).
+
     Memory: ``fit`` estimates a training step's peak from the longest serialized sequence and
     ``batch_size`` before training, and raises :class:`~tabzoo.errors.MemoryLimitError` with the
     estimate and the fix above the limit (``TABZOO_MEMORY_LIMIT``, default the available memory).
@@ -98,17 +105,23 @@ class Ramba:
 
     def __init__(self, model: RambaModel | None = None, *, config: dict[str, Any] | None = None,
                  sampler: SamplerConfig = DEFAULT_SAMPLER, seed: int = 0, progress: bool = True) -> None:
+        self._config, self._fresh = config, model is None
         if model is None:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                model = RambaModel(config)
+            model = self._init_model(seed)
         self.model = model.eval()
+        #: the fitted models whose outputs ``predict`` averages (``[model]`` unless ``fit(ensemble=K)``)
+        self.members: list[RambaModel] = [self.model]
         self.sampler, self.seed, self.progress = sampler, seed, progress
         self.encoder = default_encoder(model.cfg.text_encoder)
         self.task: RelationalTask | None = None
         self.stats: ColumnStats | None = None
         #: ``(slope, intercept)`` applied to regression predictions (set by ``fit(recalibrate=True)``)
         self.calibration: tuple[float, float] | None = None
+
+    def _init_model(self, seed: int) -> RambaModel:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return RambaModel(self._config)
 
     def _target(self, task: RelationalTask) -> TargetSpec:
         return TargetSpec(task.entity_table, task.target, task.horizon_s, task.hidden, task.column_horizons)
@@ -129,14 +142,19 @@ class Ramba:
         return sequences_for(db, seeds, self._target(self.task), lookback_s=self.task.lookback_s,
                              sampler=self.sampler, stats=self.stats)
 
-    def _predict_seqs(self, seqs: Sequence[Seq]) -> np.ndarray:
+    def _predict_seqs(self, seqs: Sequence[Seq], models: Sequence[RambaModel] | None = None) -> np.ndarray:
+        """Predictions ``[n]``: the mean raw output of ``models`` (default :attr:`members`), mapped back."""
         assert self.task is not None and self.stats is not None
-        outs = []
+        if self.model is not self.members[0]:  # the model was replaced after fit: it alone predicts
+            self.members = [self.model]
+        raws = []
         with torch.no_grad():
-            for i in range(0, len(seqs), 32):
-                outs.append(self.model.predict_target(collate(list(seqs[i:i + 32]), self.encoder,
-                                                                     max_rel_rows=self.model.cfg.max_rel_rows)))
-        raw = torch.cat(outs).double().numpy()
+            for member in models or self.members:
+                outs = [member.predict_target(collate(list(seqs[i:i + 32]), self.encoder,
+                                                      max_rel_rows=member.cfg.max_rel_rows))
+                        for i in range(0, len(seqs), 32)]
+                raws.append(torch.cat(outs).double().numpy())
+        raw = np.mean(raws, axis=0)
         if self.task.kind == "classification":
             return 1.0 / (1.0 + np.exp(-raw))
         mu, sd = self.stats.get(self.task.entity_table, self.task.target)
@@ -146,7 +164,7 @@ class Ramba:
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
             lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False,
             weight_decay: float = 0.0, schedule: str = "constant", winsorize: float = 0.0,
-            head_init: bool = False) -> Ramba:
+            head_init: bool = False, ensemble: int = 1) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
@@ -157,9 +175,16 @@ class Ramba:
         :param weight_decay, schedule, winsorize, head_init: the optional stabilisers of
             :func:`tabzoo_ramba.train.finetune` (off by default; see the README's regression notes
             for what they did on ``nyc-arr-delay``).
+        :param ensemble: train this many members and predict the mean of their outputs (z-units or
+            logits, before the inverse z-score / sigmoid). Member ``k`` uses seed ``seed + 1000 k`` for
+            its batches and dropout and, when this Ramba was built from ``config``, for its
+            initialisation (a given model: every member starts from its weights); member 0 is the
+            plain ``fit``. Each keeps its own best val state. Costs ``ensemble`` times the training
+            and prediction.
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
-                                  ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int")):
+                                  ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
+                                  ("ensemble", ensemble, "positive_int")):
             check_number(name, value, kind, where="Ramba.fit: ")
         train, val = split["train"], split.get("val")
         classes = (0.0, 1.0) if task.kind == "classification" else None  # the task declares 0/1
@@ -177,14 +202,32 @@ class Ramba:
         va = self._seqs(db, val.seeds) if val is not None and len(val) else None
         self._check_memory(tr, batch_size)
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
-        finetune(self.model, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
-                 steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=self.seed,
-                 progress=self.progress, encoder=self.encoder, predict=self._predict_seqs, loss=loss,
-                 weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
+        start = None if self._fresh or ensemble == 1 else copy.deepcopy(self.model.state_dict())
+        members = []
+        for k in range(ensemble):
+            seed = self.seed + ENSEMBLE_SEED_STRIDE * k
+            if k == 0:
+                member = self.model
+            elif self._fresh:
+                member = self._init_model(seed)
+            else:
+                assert start is not None
+                member = copy.deepcopy(self.model)
+                member.load_state_dict(start)
+            finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
+                     steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=seed,
+                     progress=self.progress, encoder=self.encoder, loss=loss,
+                     predict=self._member_predictor(member),  # its own val metric picks its best state
+                     weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
+            members.append(member.eval())
+        self.members = members
         if recalibrate and task.kind == "regression" and va is not None and val is not None:
             self.model.eval()
             self.calibration = linear_recalibration(self._predict_seqs(va), val.y)
         return self
+
+    def _member_predictor(self, member: RambaModel) -> Callable[[Sequence[Seq]], np.ndarray]:
+        return lambda seqs: self._predict_seqs(seqs, [member])
 
     def _check_memory(self, seqs: Sequence[Seq], batch_size: int) -> None:
         """Refuse before training when a step's estimated peak (parameters, gradients and Adam

@@ -48,6 +48,7 @@ __all__ = ["FINETUNE_SCHEDULES", "PRETRAIN_SAMPLER", "REGRESSION_LOSSES", "Maske
            "mlm_sequences", "linear_recalibration", "cv_recalibrated_r2"]
 
 REGRESSION_LOSSES = ("mse", "huber")
+#: the core loop's schedule names (:data:`tabzoo.train.optim.SCHEDULES`) that fine-tuning offers
 FINETUNE_SCHEDULES = ("constant", "cosine")
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,7 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
 
     n_evals = -(-steps // max(1, eval_every)) + 1
     cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=weight_decay, clip_norm=1.0,
-                    schedule="constant" if schedule == "constant" else "flat_cosine", flat_fraction=0.0,
+                    schedule=schedule,
                     eval_every=eval_every, patience=patience or n_evals, seed=seed, progress=progress,
                     desc="ramba finetune")
     task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder, loss=loss,

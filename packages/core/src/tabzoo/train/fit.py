@@ -84,8 +84,9 @@ class FitConfig:
     :param fused: Adam/AdamW through torch's fused kernel (faster; rounds differently from the
         default multi-tensor update, see :func:`tabzoo.train.optim.build_optimizer`).
     :param lookahead_k: wrap the optimiser in Lookahead with this period (0 = no Lookahead).
-    :param schedule: ``"constant"`` or ``"flat_cosine"`` (flat for ``flat_fraction`` of
-        ``max_steps``, then a cosine to 0; needs ``max_steps``).
+    :param schedule: ``"constant"``, ``"flat_cosine"`` (flat for ``flat_fraction`` of
+        ``max_steps``, then a cosine to 0; needs ``max_steps``) or ``"cosine"`` (the same with
+        ``flat_fraction=0``, whatever ``flat_fraction`` says).
     :param clip_norm: gradient-norm clipping (``None`` or 0 = off).
     :param eval_every: steps between validations; ``None`` = at the end of each epoch. The last
         step is always validated.

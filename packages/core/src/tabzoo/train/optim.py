@@ -24,7 +24,7 @@ from tabzoo.errors import TabzooInputError
 __all__ = ["OPTIMIZERS", "SCHEDULES", "Lamb", "Lookahead", "build_optimizer", "build_schedule", "flat_then_cosine"]
 
 OPTIMIZERS = ("adam", "adamw", "lamb")
-SCHEDULES = ("constant", "flat_cosine")
+SCHEDULES = ("constant", "flat_cosine", "cosine")
 
 
 class Lamb(torch.optim.Optimizer):
@@ -156,13 +156,17 @@ def build_optimizer(params: Iterable[Any], name: str, *, lr: float, weight_decay
 def build_schedule(opt: torch.optim.Optimizer, name: str, *, total_steps: int | None,
                    flat_fraction: float = 0.7) -> torch.optim.lr_scheduler.LRScheduler | None:
     """The per-step schedule ``name`` in :data:`SCHEDULES` (``None`` for ``"constant"``); a
-    :class:`Lookahead` is scheduled through its base optimiser."""
+    :class:`Lookahead` is scheduled through its base optimiser. ``"cosine"`` is ``"flat_cosine"``
+    with ``flat_fraction=0`` (a cosine from the first step to 0 at ``total_steps``; the given
+    ``flat_fraction`` is ignored)."""
     if name == "constant":
         return None
-    if name != "flat_cosine":
+    if name not in ("flat_cosine", "cosine"):
         raise TabzooInputError(f"schedule={name!r} is unknown; use one of {SCHEDULES}.")
     if total_steps is None or total_steps < 1:
-        raise TabzooInputError("schedule='flat_cosine' needs max_steps >= 1 (the step where it reaches 0).")
+        raise TabzooInputError(f"schedule={name!r} needs max_steps >= 1 (the step where it reaches 0).")
+    if name == "cosine":
+        flat_fraction = 0.0
     base = opt.base if isinstance(opt, Lookahead) else opt
     total = int(total_steps)
     return torch.optim.lr_scheduler.LambdaLR(base, lambda s: flat_then_cosine(s, total, flat_fraction))
