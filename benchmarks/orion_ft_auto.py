@@ -5,11 +5,13 @@ Joins fine-tuned ORION-MSP alone (the runner ``orion-alone-ft`` of ``benchmarks/
 tables) and, per size band of training rows (``--bands``, upper bounds), prints and writes: table-splits, mean
 ROC-AUC untuned and tuned, mean gain, W-L-T (ties within 5e-4), tuned weights kept, and the range of
 fine-tuning seconds (``fitted.fine_tune.seconds``) and of fit + predict seconds tuned and untuned; per split
-and over all splits. Nothing is fitted; the figures are those of the committed records (1 torch thread, the
+and over all splits. With ``--defaults RUN ...`` (runs of the runner ``orion-blend``, the estimator's defaults with
+``linear_blend="auto"``), also the defaults' mean ROC-AUC and fit + predict seconds on the cells of each band where
+they have a record. Nothing is fitted; the figures are those of the committed records (1 torch thread, the
 load of each run is in its file and copied here).
 
 Usage: ``python benchmarks/orion_ft_auto.py OUT.json --tuned RUN.json [RUN.json ...] --untuned RUN.json [...]
-[--bands 400,1000,3000]``
+[--defaults RUN.json ...] [--bands 400,1000]``
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 TIE = 5e-4
-TUNED, UNTUNED = "orion-alone-ft", "orion-msp"
+TUNED, UNTUNED, DEFAULTS = "orion-alone-ft", "orion-msp", "orion-blend"
 
 
 def _cells(
@@ -55,6 +57,33 @@ def _band(rows: int, bands: list[int]) -> str:
             return f"{lo + 1}-{hi}"
         lo = hi
     return f">{bands[-1]}"
+
+
+def _defaults(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+    defaults: dict[tuple[int, str], dict[str, Any]],
+) -> dict[str, Any]:
+    """The defaults' mean ROC-AUC (and the tuned and untuned ones on the same cells) and fit + predict seconds."""
+    cells = [
+        (t, u, defaults[(int(t["split"]), t["table"])])
+        for t, u in pairs
+        if (int(t["split"]), t["table"]) in defaults
+    ]
+    if not cells:
+        return {}
+    n = len(cells)
+    return {
+        "defaults_n": n,
+        "defaults_mean_roc_auc": {
+            "defaults": round(sum(d["metrics"]["roc_auc"] for _, _, d in cells) / n, 4),
+            "tuned": round(sum(t["metrics"]["roc_auc"] for t, _, _ in cells) / n, 4),
+            "untuned": round(sum(u["metrics"]["roc_auc"] for _, u, _ in cells) / n, 4),
+        },
+        "fit_predict_s_defaults": [
+            round(min(d["fit_predict_s"] for _, _, d in cells), 1),
+            round(max(d["fit_predict_s"] for _, _, d in cells), 1),
+        ],
+    }
 
 
 def _stats(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
@@ -103,9 +132,15 @@ def _stats(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]
     }
 
 
-def evidence(tuned_paths: list[str], untuned_paths: list[str], bands: list[int]) -> dict[str, Any]:
+def evidence(
+    tuned_paths: list[str],
+    untuned_paths: list[str],
+    bands: list[int],
+    defaults_paths: list[str] | None = None,
+) -> dict[str, Any]:
     tuned, truns = _cells(tuned_paths, TUNED)
     base, bruns = _cells(untuned_paths, UNTUNED)
+    defaults, druns = _cells(defaults_paths or [], DEFAULTS)
     keys = sorted(
         k
         for k in tuned
@@ -124,7 +159,11 @@ def evidence(tuned_paths: list[str], untuned_paths: list[str], bands: list[int])
         "untuned_runs": bruns,
         "tie": TIE,
         "bands_training_rows": bands,
-        "per_band": {s: {b: _stats(g[b]) for b in order if b in g} for s, g in groups.items()},
+        "defaults_runs": druns,
+        "per_band": {
+            s: {b: _stats(g[b]) | _defaults(g[b], defaults) for b in order if b in g}
+            for s, g in groups.items()
+        },
     }
 
 
@@ -140,12 +179,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         required=True,
         help="realdata.py runs with orion-msp (linear_blend=0)",
     )
+    p.add_argument(
+        "--defaults", nargs="*", default=[], help="realdata.py runs with orion-blend (the defaults)"
+    )
     p.add_argument("--bands", default="400,1000", help="upper bounds of the training-row bands")
     args = p.parse_args(argv)
     out = Path(args.out)
     if out.exists():
         raise SystemExit(f"{out} exists; write a new file instead of overwriting it")
-    result = evidence(args.tuned, args.untuned, [int(b) for b in args.bands.split(",")])
+    result = evidence(
+        args.tuned, args.untuned, [int(b) for b in args.bands.split(",")], args.defaults
+    )
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))
     return result
