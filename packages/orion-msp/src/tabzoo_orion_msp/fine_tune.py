@@ -5,23 +5,18 @@ The rule: with at most :data:`AUTO_FINE_TUNE_ROWS` training rows, ``fit`` fine-t
 when better on the inner validation split, a progress bar); above, it does not. The estimator's ``fine_tune_``
 says what was decided (``fine_tune_["auto"]``), with the training rows and the bound.
 
-Why a size rule: fine-tuning's cost grows with the training rows (each validation predicts the inner
-validation rows from the inner training rows with every member; the 100 steps themselves are fixed),
-its gain did not. Real-data suite, ORION-MSP alone (``linear_blend=0``), 1 torch thread on a shared
-2-core machine at load ~3 (``benchmarks/results/realdata-2026-11-29-orion-alone-ft-*.json`` against the
-untuned ``realdata-2026-11-29-orion-scored-*.json`` of the same splits; ``benchmarks/orion_ft_auto.py``
-prints the table behind these figures):
+Why a size rule: fine-tuning's cost grows with the training rows (each validation, every 25 steps, predicts the
+inner validation rows from the inner training rows with every member; the 100 steps themselves are fixed), its
+gain did not shrink. On the real-data suite (ORION-MSP alone, ``linear_blend=0``, splits 0 and 1, 1 torch thread on
+a shared 2-core machine) fine-tuning raised the mean ROC-AUC in every size band, and took about a minute or less
+per table up to 400 training rows, minutes above: ``benchmarks/orion_ft_auto.py`` joins the fine-tuned and untuned
+records per band into ``benchmarks/results/orion-ft-auto-2026-11-29.json``, which the package README quotes (a test
+checks the quote and that :data:`AUTO_FINE_TUNE_ROWS` is that file's first band).
 
-* at most 400 training rows (fgl_glass, pd_speech, pima, penguins, breast_cancer, olive_area): fine-tuning
-  took 17-62 s per table (fit + predict 26-74 s, against 1-2 s untuned);
-* 489-923 rows: 49-151 s; 3,000 rows (the suite's cap): 118-187 s, fit + predict 156-260 s.
-
-The gains per split and size band are in :data:`EVIDENCE` (recorded from the result files; a test checks
-them against those files). Fine-tuning helped on average in both bands, so the bound is set by time: the
-largest size whose fine-tuning stayed near a minute there. It is an option, not the default: the default
-``linear_blend="auto"`` reached about the same mean on those small tables untuned (see the package README),
-and fine-tuning together with the linear member was not measured (the linear member's weight would be chosen
-on an inner holdout whose rows the tuned weights have trained on).
+It is an option, not the default: the default ``linear_blend="auto"`` untuned scores about as well on those tables
+in a small part of the time (the same file, ``defaults_mean_roc_auc``), and fine-tuning together with the linear
+member was not measured (the linear member's weight would be chosen on an inner holdout whose rows the tuned
+weights have trained on).
 """
 
 from __future__ import annotations
