@@ -115,9 +115,10 @@ def test_readme_wide_fast_path_figures_match_the_result() -> None:
     assert "4 of 5 rounds" in text
 
 
-#: the summary of 2026-11-29 with the fine-tuned runner (``orion_suite_summary.py --vs orion-msp``); its
-#: ``orion-msp`` and ``orion-blend`` blocks are those of the first summary, ``orion-suite-summary-2026-11-29.json``
-SUITE = "orion-suite-summary-ft-2026-11-29.json"
+#: the summary of 2026-11-29 with the fine-tuned runner on splits 0 and 1 (``orion_suite_summary.py --vs orion-msp``);
+#: its ``orion-msp`` and ``orion-blend`` blocks are those of the first summary, ``orion-suite-summary-2026-11-29.json``
+#: (split 0 only of the fine-tuned runner: ``orion-suite-summary-ft-2026-11-29.json``)
+SUITE = "orion-suite-summary-ft-s01-2026-11-29.json"
 #: README label of each ORION runner of the summary
 RUNNERS = {"orion-msp": "ORION-MSP alone (`linear_blend=0`)", "orion-blend": "defaults (`linear_blend=\"auto\"`)",
            "orion-alone-ft": "ORION-MSP alone, fine-tuned (`linear_blend=0`, `fine_tune`)"}
@@ -125,14 +126,23 @@ RUNNERS = {"orion-msp": "ORION-MSP alone (`linear_blend=0`)", "orion-blend": "de
 FT_RUNNER, FT_BASE = "orion-alone-ft", "orion-msp"
 
 
+def _splits(summary: dict, model: str) -> list[str]:
+    return [s for s, d in summary["per_split"].items() if model in d]
+
+
 def suite_rows(summary: dict) -> list[str]:
     """The README rows of the three-split table, from ``orion_suite_summary.py``'s JSON; a runner's "all" row
-    only where it covers the splits of the defaults' runner (otherwise its per-split rows say it all)."""
+    where it covers the splits of the defaults' runner, else one over the splits it covers (e.g. "0-1"), when
+    there are more than one (otherwise its per-split row says it all)."""
     rows = []
     blocks = [(s, m, b) for s, d in summary["per_split"].items() for m, b in d.items()]
-    full = [s for s, d in summary["per_split"].items() if DEFAULT_RUNNER in d]
-    blocks += [("all", m, b) for m, b in summary["all_splits"].items()
-               if [s for s, d in summary["per_split"].items() if m in d] == full]
+    full = _splits(summary, DEFAULT_RUNNER)
+    for m, b in summary["all_splits"].items():
+        mine = _splits(summary, m)
+        if mine == full:
+            blocks.append(("all", m, b))
+        elif len(mine) > 1:
+            blocks.append((f"{mine[0]}-{mine[-1]}", m, b))
     for split, model, b in blocks:
         auc, rank = b["mean_roc_auc"], b["mean_rank"]
         wl, wx = b["vs_linear_w_l_t"], b["vs_xgboost_w_l_t"]
@@ -170,6 +180,14 @@ def ft_text(summary: dict) -> str:
         parts.append(f"split {s}, {vs['n']} tables: {vs['mean_roc_auc'][FT_BASE]:.4f} -> {auc[FT_RUNNER]:.4f} "
                      f"(LR {auc['linear']:.4f}, XGBoost {auc['xgboost']:.4f}), better on {vs['w_l_t'][0]}, worse on "
                      f"{vs['w_l_t'][1]}" + (f", tuned weights kept on {kept[0]} of {kept[1]}" if kept else ""))
+    mine = _splits(summary, FT_RUNNER)
+    if len(mine) > 1:
+        b = summary["all_splits"][FT_RUNNER]
+        vs, auc = b["vs_base"], b["mean_roc_auc"]
+        parts.append(f"splits {mine[0]}-{mine[-1]} together, {vs['n']} table-splits: {vs['mean_roc_auc'][FT_BASE]:.4f} -> "
+                     f"{auc[FT_RUNNER]:.4f} (LR {auc['linear']:.4f}, XGBoost {auc['xgboost']:.4f}), better on "
+                     f"{vs['w_l_t'][0]}, worse on {vs['w_l_t'][1]}, W-L against LR {b['vs_linear_w_l_t'][0]}-"
+                     f"{b['vs_linear_w_l_t'][1]}, {b['seconds_per_table']:.1f} s per table")
     return "; ".join(parts)
 
 
@@ -183,9 +201,15 @@ def quote_text(summary: dict) -> str:
     auc = d["mean_roc_auc"]
     splits = [s for s, b in summary["per_split"].items() if DEFAULT_RUNNER in b]
     where = "splits 0-2" if splits == ["0", "1", "2"] else "splits " + ", ".join(splits)
-    return (f"mean ROC-AUC {auc[DEFAULT_RUNNER]:.4f} over {d['n']} table-splits ({where} of 29 tables) "
+    text = (f"mean ROC-AUC {auc[DEFAULT_RUNNER]:.4f} over {d['n']} table-splits ({where} of 29 tables) "
             f"against LogisticRegression's {auc['linear']:.4f} and XGBoost's {auc['xgboost']:.4f}; "
             f"ORION-MSP alone (`linear_blend=0`) {alone['mean_roc_auc']['orion-msp']:.4f} over {alone['n']}")
+    mine = _splits(summary, FT_RUNNER)
+    if len(mine) > 1:  # fine-tuned ORION-MSP alone, over the splits it ran, against LR on the same table-splits
+        ft = summary["all_splits"][FT_RUNNER]
+        text += (f"; fine-tuned (`fine_tune={{\"steps\": 100}}`) {ft['mean_roc_auc'][FT_RUNNER]:.4f} over {ft['n']} "
+                 f"(splits {mine[0]}-{mine[-1]}; LogisticRegression {ft['mean_roc_auc']['linear']:.4f} on the same)")
+    return text
 
 
 def old_vs_new() -> dict[str, str]:
@@ -203,3 +227,44 @@ def old_vs_new() -> dict[str, str]:
             "LR_OLD": mean(new, "linear"), "LG_OLD": f"{old['loans_grade']['orion-cb05']:.3f}",
             "LG_NEW": f"{new['loans_grade']['orion-msp']:.3f}", "PD_OLD": f"{old['pd_speech']['orion-cb05']:.3f}",
             "PD_NEW": f"{new['pd_speech']['orion-msp']:.3f}"}
+
+
+#: the evidence behind ``fine_tune="auto"`` (``benchmarks/orion_ft_auto.py``)
+AUTO_EVIDENCE = "orion-ft-auto-2026-11-29.json"
+
+
+def auto_text(evidence: dict) -> str:
+    """The package README's sentence on fine-tuning's gain and seconds per size band (all splits together)."""
+    parts = []
+    for band, b in evidence["per_band"]["all"].items():
+        lo, hi = b["fine_tune_s"] or (0, 0)
+        parts.append(f"{band} training rows, {b['n']} table-splits: mean ROC-AUC {b['mean_roc_auc_untuned']:.4f} -> "
+                     f"{b['mean_roc_auc_tuned']:.4f} ({b['mean_gain']:+.4f}), better on {b['w_l_t'][0]}, worse on "
+                     f"{b['w_l_t'][1]}, fine-tuning {lo}-{hi} s per table (fit + predict {b['fit_predict_s_tuned'][0]}-"
+                     f"{b['fit_predict_s_tuned'][1]} s, untuned {b['fit_predict_s_untuned'][0]}-"
+                     f"{b['fit_predict_s_untuned'][1]} s)")
+    return "; ".join(parts)
+
+
+def defaults_text(evidence: dict) -> str:
+    """The package README's comparison of the defaults (``linear_blend="auto"``, untuned) with fine-tuned ORION-MSP
+    alone on the same table-splits, per size band (all splits together)."""
+    parts = []
+    for band, b in evidence["per_band"]["all"].items():
+        auc, (lo, hi) = b["defaults_mean_roc_auc"], b["fit_predict_s_defaults"]
+        parts.append(f"{band} training rows ({b['defaults_n']}): defaults {auc['defaults']:.4f}, fine-tuned alone "
+                     f"{auc['tuned']:.4f}, the defaults in {lo}-{hi} s per table")
+    return "; ".join(parts)
+
+
+def test_readme_fine_tune_auto_evidence_matches_the_result_and_the_rule() -> None:
+    """``fine_tune="auto"``'s bound is the first band of its evidence, and the README quotes that evidence."""
+    from tabzoo_orion_msp.fine_tune import AUTO_FINE_TUNE_ROWS
+
+    evidence = json.loads((RESULTS / AUTO_EVIDENCE).read_text(encoding="utf-8"))
+    assert evidence["bands_training_rows"][0] == AUTO_FINE_TUNE_ROWS
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert auto_text(evidence) in text, auto_text(evidence)
+    assert defaults_text(evidence) in text, defaults_text(evidence)
+    first = evidence["per_band"]["all"][f"1-{AUTO_FINE_TUNE_ROWS}"]
+    assert first["mean_gain"] > 0  # the rule fine-tunes where it helped on average

@@ -51,6 +51,7 @@ from tabzoo.estimators.members import EnsembleMember, check_transforms, feature_
 from tabzoo.metrics import roc_auc
 from tabzoo.train.finetune import FineTuneMixin
 
+from tabzoo_orion_msp.fine_tune import AUTO, auto_fine_tune, auto_record, check_fine_tune
 from tabzoo_orion_msp.model import OrionMSP
 
 logger = logging.getLogger(__name__)
@@ -291,11 +292,15 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         on large tables.
     :param fine_tune: fine-tune a copy of the pretrained weights on the training rows in ``fit``
         (:mod:`tabzoo.train.finetune`): None / False (off), True, an int (steps), a dict of settings or a
-        :class:`tabzoo.train.FineTune`; kept only when better on an inner validation split (``fine_tune_``).
+        :class:`tabzoo.train.FineTune`, or ``"auto"``: the core's defaults (with a progress bar) on tables of at
+        most :data:`~tabzoo_orion_msp.fine_tune.AUTO_FINE_TUNE_ROWS` (400) training rows, off above
+        (:mod:`tabzoo_orion_msp.fine_tune` has the rule and its evidence); kept only when better on an inner
+        validation split (``fine_tune_``; with ``"auto"`` its ``"auto"`` entry records the decision).
         Off by default: on the real-data suite's split 0 (29 tables), ``fine_tune={"steps": 100}`` with
         ``linear_blend=0`` raised ORION-MSP alone's mean ROC-AUC 0.8570 -> 0.8688 (LogisticRegression 0.8580),
         better on 21 tables, worse on 4, but took 147.9 s per table instead of 12.4
-        (``benchmarks/results/realdata-2026-11-29-orion-alone-ft-s0.json``).
+        (``benchmarks/results/realdata-2026-11-29-orion-alone-ft-s0.json``); the default ``linear_blend="auto"``
+        untuned scores about as well on the small tables where ``"auto"`` fine-tunes (see the package README).
     :param wide_features: None (members read feature subsets of the checkpoint's ``max_features``) or
         an int >= 1: members read up to that many features at once, on the block-sparse row path
         above ~312 features (see the module docstring).
@@ -415,11 +420,26 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         lb = self.linear_blend
         if not (lb == "auto" or (isinstance(lb, int | float) and not isinstance(lb, bool) and 0.0 <= float(lb) < 1.0)):
             raise TabzooInputError(f"linear_blend must be 'auto' or a weight in [0, 1), got {lb!r}.")
+        check_fine_tune(self.fine_tune)
         self._inner_: dict[str, Any] | None = None
         super().fit(X, y)
         self._fit_linear_blend()
         self._inner_ = None
         return self
+
+    def _after_fit(self) -> None:
+        """``fine_tune="auto"``: the size rule decides here, on the training rows; otherwise the core's step."""
+        value = self.fine_tune
+        if not (isinstance(value, str) and value == AUTO):
+            super()._after_fit()
+            return
+        n = int(self.X_context_.shape[0])
+        self.fine_tune = auto_fine_tune(n)  # the core's mixin reads the parameter: the decision, for this fit only
+        try:
+            super()._after_fit()
+        finally:
+            self.fine_tune = value
+        self.fine_tune_ = auto_record(n, self.fine_tune_)
 
     # -- the linear member -------------------------------------------------------------------------
     def _fit_linear_blend(self) -> None:
