@@ -180,7 +180,8 @@ class Ramba:
             its batches and dropout and, when this Ramba was built from ``config``, for its
             initialisation (a given model: every member starts from its weights); member 0 is the
             plain ``fit``. Each keeps its own best val state. Costs ``ensemble`` times the training
-            and prediction.
+            and prediction. A checkpoint of :attr:`model` holds member 0 only: save every model in
+            :attr:`members` to keep the ensemble.
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
