@@ -56,6 +56,22 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float
     return best
 
 
+def best_cpu_time(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float:
+    """Best thread CPU time of ``repeats`` calls, in seconds, after ``warmup`` untimed calls.
+
+    CPU time of the calling thread only: with ``torch.set_num_threads(1)`` it is the op's own cost,
+    less sensitive than wall time to other processes on a shared machine.
+    """
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - start)
+    return best
+
+
 def matmul_gflops(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
     """Best-of-``repeats`` GFLOP/s of an ``n x n`` matmul in ``dtype`` on the CPU."""
     gen = torch.Generator().manual_seed(0)

@@ -27,19 +27,14 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _machine import machine_info, matmul_gflops  # noqa: E402
+from _machine import best_cpu_time, machine_info, matmul_gflops  # noqa: E402
 from ramba import _collated, _fwd_bwd, _synthetic_host_batch, _write, scaling_models  # noqa: E402
 
 torch.set_num_threads(1)
 
 
 def _best_cpu_ms(fn: Any, inner: int) -> float:
-    best = float("inf")
-    for _ in range(inner):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best * 1e3
+    return best_cpu_time(fn, repeats=inner, warmup=0) * 1e3
 
 
 def _ops(fn: Any) -> int:

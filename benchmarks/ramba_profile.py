@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _machine import machine_info, matmul_gflops  # noqa: E402
+from _machine import best_cpu_time, machine_info, matmul_gflops  # noqa: E402
 from ramba import _collated, _fwd_bwd, _synthetic_host_batch, _write, scaling_models  # noqa: E402
 
 torch.set_num_threads(1)
@@ -58,13 +58,7 @@ def _profile(fn: Any, repeats: int, top: int) -> dict[str, Any]:
 
 def _timed_cpu(fn: Any, repeats: int) -> float:
     """Best thread CPU ms per call over ``repeats`` calls (after a warm-up), without the profiler."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        c = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - c)
-    return best * 1e3
+    return best_cpu_time(fn, repeats=repeats, warmup=1) * 1e3
 
 
 def _flops(fn: Any) -> float:
