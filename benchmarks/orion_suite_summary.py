@@ -41,6 +41,28 @@ def _wlt(a: list[float], b: list[float]) -> list[int]:
 
 
 Cells = dict[tuple[int, str], dict[str, dict[str, Any]]]
+#: (split, table) -> model -> the whole ok classification record of a realdata.py run
+Records = dict[tuple[int, str], dict[str, dict[str, Any]]]
+
+
+def load_records(paths: list[str]) -> tuple[Records, list[dict[str, Any]]]:
+    """The one reader of finished ``realdata.py`` runs for the ORION summaries (this one and ``orion_ft_auto.py``).
+
+    Returns ``(split, table) -> model ->`` its ok classification record (a later file's record replaces an
+    earlier one's), and per file its header: ``file``, ``git`` (the run's git dict), ``date_utc``,
+    ``load_average_at_end`` and ``wall_s``.
+    """
+    records: Records = {}
+    runs = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        runs.append({"file": Path(path).name, "git": data.get("git"), "date_utc": data.get("date_utc"),
+                     "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
+                     "wall_s": data.get("wall_s")})
+        for r in data["records"]:
+            if r.get("status") == "ok" and r.get("task") == "classification":
+                records.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = r
+    return records, runs
 
 
 def _fitted(cells: Cells, keys: list[tuple[int, str]], model: str) -> dict[str, Any]:
@@ -90,18 +112,10 @@ def _block(cells: Cells, model: str, base: str | None = None) -> dict[str, Any]:
 
 
 def summarize(paths: list[str], base: str | None = None) -> dict[str, Any]:
-    cells: Cells = {}
-    runs = []
-    for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        runs.append({"file": Path(path).name, "git": data.get("git"), "date_utc": data.get("date_utc"),
-                     "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
-                     "wall_s": data.get("wall_s")})
-        for r in data["records"]:
-            if r.get("status") == "ok" and r.get("task") == "classification":
-                cells.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = {
-                    "roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"]),
-                    **({"fitted": r["fitted"]} if r.get("fitted") else {})}
+    records, runs = load_records(paths)
+    cells: Cells = {k: {m: {"roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"]),
+                            **({"fitted": r["fitted"]} if r.get("fitted") else {})} for m, r in v.items()}
+                    for k, v in records.items()}
     models = sorted({m for v in cells.values() for m in v if m.startswith("orion")})
     splits = sorted({k[0] for k in cells})
     out: dict[str, Any] = {"benchmark": "orion_suite_summary", "issue": 28, "runs": runs, "tie": TIE,

@@ -115,10 +115,11 @@ def test_readme_wide_fast_path_figures_match_the_result() -> None:
     assert "4 of 5 rounds" in text
 
 
-#: the summary of 2026-11-29 with the fine-tuned runner on splits 0 and 1 (``orion_suite_summary.py --vs orion-msp``);
+#: the summary of 2026-11-29 with the fine-tuned runner on splits 0, 1 and 2 (``orion_suite_summary.py --vs orion-msp``);
 #: its ``orion-msp`` and ``orion-blend`` blocks are those of the first summary, ``orion-suite-summary-2026-11-29.json``
-#: (split 0 only of the fine-tuned runner: ``orion-suite-summary-ft-2026-11-29.json``)
-SUITE = "orion-suite-summary-ft-s01-2026-11-29.json"
+#: (the fine-tuned runner on split 0 only: ``orion-suite-summary-ft-2026-11-29.json``; on splits 0-1:
+#: ``orion-suite-summary-ft-s01-2026-11-29.json``)
+SUITE = "orion-suite-summary-ft-s012-2026-11-29.json"
 #: README label of each ORION runner of the summary
 RUNNERS = {"orion-msp": "ORION-MSP alone (`linear_blend=0`)", "orion-blend": "defaults (`linear_blend=\"auto\"`)",
            "orion-alone-ft": "ORION-MSP alone, fine-tuned (`linear_blend=0`, `fine_tune`)"}
