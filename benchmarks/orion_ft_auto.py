@@ -34,8 +34,14 @@ def _cells(
     file's replaces an earlier one's), and per file its name, git commit and load average at the end."""
     records, runs = load_records(paths)
     cells = {k: v[model] for k, v in records.items() if model in v}
-    return cells, [{"file": r["file"], "git": (r["git"] or {}).get("commit"),
-                    "load_average_at_end": r["load_average_at_end"]} for r in runs]
+    return cells, [
+        {
+            "file": r["file"],
+            "git": (r["git"] or {}).get("commit"),
+            "load_average_at_end": r["load_average_at_end"],
+        }
+        for r in runs
+    ]
 
 
 def _band(rows: int, bands: list[int]) -> str:
