@@ -49,7 +49,7 @@ from tabzoo.estimators.base import _seed_from
 from tabzoo.estimators.forward import ConcatForward
 from tabzoo.estimators.members import EnsembleMember, check_transforms, feature_scores, make_members
 from tabzoo.metrics import roc_auc
-from tabzoo.train.finetune import FineTuneMixin
+from tabzoo.train.finetune import FineTune, FineTuneMixin, resolve_fine_tune
 
 from tabzoo_orion_msp.fine_tune import AUTO, auto_fine_tune, auto_record, check_fine_tune
 from tabzoo_orion_msp.model import OrionMSP
@@ -67,6 +67,8 @@ INNER_MAX_QUERY = 1000
 FEATURE_SELECTIONS = ("scored", "balanced")
 #: ``linear_blend="auto"``: the weights of the linear model's log-probabilities the inner split chooses from
 BLEND_WEIGHTS = (0.0, 0.25, 0.5)
+#: ``fine_tune_["inner_split"]`` when fine-tuning ran on the inner split shared with ``linear_blend="auto"``
+SHARED_SPLIT = "shared with linear_blend='auto' (inner_split)"
 
 
 class LinearMember:
@@ -428,18 +430,37 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         return self
 
     def _after_fit(self) -> None:
-        """``fine_tune="auto"``: the size rule decides here, on the training rows; otherwise the core's step."""
+        """The core's fine-tuning step; ``fine_tune="auto"``: the size rule decides here, on the training rows.
+
+        With ``linear_blend="auto"`` fine-tuning runs on the estimator's one inner split (:meth:`_inner_split`)."""
         value = self.fine_tune
-        if not (isinstance(value, str) and value == AUTO):
-            super()._after_fit()
-            return
+        auto = isinstance(value, str) and value == AUTO
         n = int(self.X_context_.shape[0])
-        self.fine_tune = auto_fine_tune(n)  # the core's mixin reads the parameter: the decision, for this fit only
+        if auto:
+            self.fine_tune = auto_fine_tune(n)  # the core's mixin reads the parameter: the decision, for this fit only
+        self._shared_split_ = self.linear_blend == "auto" and resolve_fine_tune(self.fine_tune) is not None
         try:
             super()._after_fit()
         finally:
             self.fine_tune = value
-        self.fine_tune_ = auto_record(n, self.fine_tune_)
+            shared = bool(self.__dict__.pop("_shared_split_", False))  # a flag of this step only, not fitted state
+        if auto:
+            self.fine_tune_ = auto_record(n, self.fine_tune_)
+        if shared and self.fine_tune_ is not None and int(self.fine_tune_.get("steps", 0)) > 0:
+            self.fine_tune_ = dict(self.fine_tune_) | {"inner_split": SHARED_SPLIT}
+
+    def _inner_split(self, cfg: FineTune) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Fine-tuning's inner ``(training, validation)`` rows. With ``linear_blend="auto"`` they are the estimator's
+        :func:`inner_split` (the one ``linear_blend="auto"`` and ``member_features="auto"`` choose on; its share and
+        cap replace ``cfg``'s ``validation_fraction`` and ``max_validation_rows``): fine-tuning trains only on the
+        inner training rows, and the blend weight is then chosen on holdout rows the tuned weights never trained on.
+        Otherwise (``linear_blend`` a number) the core's split."""
+        if not getattr(self, "_shared_split_", False):
+            return super()._inner_split(cfg)
+        train, hold = inner_split(self.y_context_, _seed_from(self.random_state), x=self.X_context_)
+        if hold.size == 0 or train.size < 4:
+            return None, None
+        return train, hold
 
     # -- the linear member -------------------------------------------------------------------------
     def _fit_linear_blend(self) -> None:
@@ -452,6 +473,8 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
             return
         if lb == "auto":
             inner = self._inner_
+            if (getattr(self, "fine_tune_", None) or {}).get("kept"):
+                inner = None  # probabilities of the pretrained weights: predict the holdout again with the tuned ones
             seed = _seed_from(self.random_state) if inner is None else inner["seed"]
             if inner is None:  # the members the inner context would have, their probabilities on the holdout
                 train, hold = inner_split(self.y_context_, seed, x=self.X_context_)
