@@ -297,7 +297,10 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         :class:`tabzoo.train.FineTune`, or ``"auto"``: the core's defaults (with a progress bar) on tables of at
         most :data:`~tabzoo_orion_msp.fine_tune.AUTO_FINE_TUNE_ROWS` (400) training rows, off above
         (:mod:`tabzoo_orion_msp.fine_tune` has the rule and its evidence); kept only when better on an inner
-        validation split (``fine_tune_``; with ``"auto"`` its ``"auto"`` entry records the decision).
+        validation split (``fine_tune_``; with ``"auto"`` its ``"auto"`` entry records the decision). With
+        ``linear_blend="auto"`` that split is the estimator's one :func:`inner_split` (a quarter of the training
+        rows held out, at most 1,000; ``fine_tune_["inner_split"]``): fine-tuning trains on the rest only, and the
+        blend weight is chosen on the same holdout rows, predicted with the weights kept, which never trained on them.
         Off by default: on the real-data suite's split 0 (29 tables), ``fine_tune={"steps": 100}`` with
         ``linear_blend=0`` raised ORION-MSP alone's mean ROC-AUC 0.8570 -> 0.8688 (LogisticRegression 0.8580),
         better on 21 tables, worse on 4, but took 147.9 s per table instead of 12.4
