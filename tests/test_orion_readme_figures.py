@@ -324,3 +324,46 @@ def test_readme_fine_tune_auto_evidence_matches_the_result_and_the_rule() -> Non
     assert defaults_text(evidence) in text, defaults_text(evidence)
     first = evidence["per_band"]["all"][f"1-{AUTO_FINE_TUNE_ROWS}"]
     assert first["mean_gain"] > 0  # the rule fine-tunes where it helped on average
+
+
+#: fine-tuning and the linear blend on one shared inner split, on the tables ``fine_tune="auto"`` fine-tunes
+#: (``orion_suite_summary.py --vs orion-blend``): the evidence behind ``fine_tune="auto"`` as the default
+FT_BLEND = "orion-suite-summary-ftblend-small-2026-11-29.json"
+FT_BLEND_RUNS = ("realdata-2026-11-29-orion-blend-ftauto-small-s012.json", "realdata-2026-11-29-xgboost-small-s012.json")
+FT_BLEND_RUNNER, BLEND_RUNNER = "orion-blend-ftauto", "orion-blend"
+
+
+def ft_blend_text(summary: dict) -> str:
+    """The package README's sentence on the defaults with ``fine_tune="auto"`` against ``fine_tune=None``."""
+    b, base = summary["all_splits"][FT_BLEND_RUNNER], summary["all_splits"][BLEND_RUNNER]
+    vs, auc, kept = b["vs_base"], b["mean_roc_auc"], b["fine_tune_kept"]
+    per = ", ".join(
+        f"split {s} {d[FT_BLEND_RUNNER]['vs_base']['mean_difference']:+.4f} "
+        f"({d[FT_BLEND_RUNNER]['vs_base']['w_l_t'][0]}-{d[FT_BLEND_RUNNER]['vs_base']['w_l_t'][1]})"
+        for s, d in summary["per_split"].items()
+    )
+    return (
+        f"{vs['n']} table-splits: mean ROC-AUC {vs['mean_roc_auc'][BLEND_RUNNER]:.4f} with `fine_tune=None`, "
+        f'{auc[FT_BLEND_RUNNER]:.4f} with `fine_tune="auto"` ({vs["mean_difference"]:+.4f}), better on '
+        f"{vs['w_l_t'][0]}, worse on {vs['w_l_t'][1]} (per split: {per}); LogisticRegression "
+        f"{auc['linear']:.4f}, XGBoost {auc['xgboost']:.4f}; tuned weights kept on {kept[0]} of {kept[1]}; "
+        f"{base['seconds_per_table']:.1f} -> {b['seconds_per_table']:.1f} s per table"
+    )
+
+
+def test_readme_fine_tune_with_the_blend_evidence_matches_and_backs_the_default() -> None:
+    """``fine_tune="auto"`` is the default because, with the blend on the shared split, it beat ``fine_tune=None``
+    on the tables it fine-tunes (mean ROC-AUC and W-L); the README quotes the summary."""
+    from tabzoo_orion_msp import OrionMSPClassifier
+    from tabzoo_orion_msp.fine_tune import AUTO_FINE_TUNE_ROWS
+
+    summary = json.loads((RESULTS / FT_BLEND).read_text(encoding="utf-8"))
+    assert [r["file"] for r in summary["runs"]] == list(FT_BLEND_RUNS)
+    for name in FT_BLEND_RUNS:  # only tables where "auto" fine-tunes
+        recs = json.loads((RESULTS / name).read_text(encoding="utf-8"))["records"]
+        assert recs and all(r["train_rows"] <= AUTO_FINE_TUNE_ROWS for r in recs)
+    vs = summary["all_splits"][FT_BLEND_RUNNER]["vs_base"]
+    assert vs["mean_difference"] > 0 and vs["w_l_t"][0] > vs["w_l_t"][1]
+    assert OrionMSPClassifier().get_params()["fine_tune"] == "auto"
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert ft_blend_text(summary) in text, ft_blend_text(summary)

@@ -117,7 +117,7 @@ def test_never_worse_than_untuned_on_the_shared_inner_split(
     assert (
         tuned_at[-1] == kept and (len(tuned_at) == 3) == kept
     )  # kept: the holdout predicted once more
-    plain = OrionMSPClassifier(n_estimators=2, random_state=seed).fit(x, y)
+    plain = OrionMSPClassifier(n_estimators=2, random_state=seed, fine_tune=None).fit(x, y)
     train, hold = inner_split(tuned.y_context_, _seed_from(seed), x=tuned.X_context_)
     mine, base = tuned._fine_tune_loss(train, hold), plain._fine_tune_loss(train, hold)
     assert mine <= base + 1e-9
@@ -126,3 +126,13 @@ def test_never_worse_than_untuned_on_the_shared_inner_split(
         assert tuned.linear_blend_inner_ == plain.linear_blend_inner_
     scores = tuned.linear_blend_inner_
     assert scores[str(tuned.linear_blend_)] == max(scores.values())
+
+
+def test_the_default_fine_tunes_small_tables_on_the_shared_split() -> None:
+    """``fine_tune="auto"`` is the default: a table of at most 400 training rows is fine-tuned (here with the
+    conftest's few steps) on the split shared with the default ``linear_blend="auto"``."""
+    x, y = _data()
+    est = OrionMSPClassifier(n_estimators=2).fit(x, y)
+    assert OrionMSPClassifier().get_params()["fine_tune"] == "auto"
+    rec = est.fine_tune_
+    assert rec["auto"]["on"] and rec["steps"] > 0 and rec["inner_split"] == SHARED_SPLIT
