@@ -145,7 +145,7 @@ SUITE = "orion-suite-summary-ft-s012-2026-11-29.json"
 #: README label of each ORION runner of the summary
 RUNNERS = {
     "orion-msp": "ORION-MSP alone (`linear_blend=0`)",
-    "orion-blend": 'defaults (`linear_blend="auto"`)',
+    "orion-blend": 'defaults untuned (`linear_blend="auto"`, `fine_tune=None`)',
     "orion-alone-ft": "ORION-MSP alone, fine-tuned (`linear_blend=0`, `fine_tune`)",
 }
 #: the runner fine-tuned ORION-MSP alone is compared with (``--vs``)
