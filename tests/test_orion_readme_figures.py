@@ -329,7 +329,10 @@ def test_readme_fine_tune_auto_evidence_matches_the_result_and_the_rule() -> Non
 #: fine-tuning and the linear blend on one shared inner split, on the tables ``fine_tune="auto"`` fine-tunes
 #: (``orion_suite_summary.py --vs orion-blend``): the evidence behind ``fine_tune="auto"`` as the default
 FT_BLEND = "orion-suite-summary-ftblend-small-2026-11-29.json"
-FT_BLEND_RUNS = ("realdata-2026-11-29-orion-blend-ftauto-small-s012.json", "realdata-2026-11-29-xgboost-small-s012.json")
+FT_BLEND_RUNS = (
+    "realdata-2026-11-29-orion-blend-ftauto-small-s012.json",
+    "realdata-2026-11-29-xgboost-small-s012.json",
+)
 FT_BLEND_RUNNER, BLEND_RUNNER = "orion-blend-ftauto", "orion-blend"
 
 
