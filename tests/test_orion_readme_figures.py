@@ -336,18 +336,21 @@ FT_BLEND_RUNS = (
 FT_BLEND_RUNNER, BLEND_RUNNER = "orion-blend-ftauto", "orion-blend"
 
 
-def ft_blend_text(summary: dict) -> str:
-    """The package README's sentence on the defaults with ``fine_tune="auto"`` against ``fine_tune=None``."""
-    b, base = summary["all_splits"][FT_BLEND_RUNNER], summary["all_splits"][BLEND_RUNNER]
+def ft_blend_text(
+    summary: dict, runner: str = FT_BLEND_RUNNER, label: str = '`fine_tune="auto"`'
+) -> str:
+    """The package README's sentence on the defaults with fine-tuning (``runner``, README ``label``) against
+    ``fine_tune=None``, all splits together and the difference per split."""
+    b, base = summary["all_splits"][runner], summary["all_splits"][BLEND_RUNNER]
     vs, auc, kept = b["vs_base"], b["mean_roc_auc"], b["fine_tune_kept"]
     per = ", ".join(
-        f"split {s} {d[FT_BLEND_RUNNER]['vs_base']['mean_difference']:+.4f} "
-        f"({d[FT_BLEND_RUNNER]['vs_base']['w_l_t'][0]}-{d[FT_BLEND_RUNNER]['vs_base']['w_l_t'][1]})"
+        f"split {s} {d[runner]['vs_base']['mean_difference']:+.4f} "
+        f"({d[runner]['vs_base']['w_l_t'][0]}-{d[runner]['vs_base']['w_l_t'][1]})"
         for s, d in summary["per_split"].items()
     )
     return (
         f"{vs['n']} table-splits: mean ROC-AUC {vs['mean_roc_auc'][BLEND_RUNNER]:.4f} with `fine_tune=None`, "
-        f'{auc[FT_BLEND_RUNNER]:.4f} with `fine_tune="auto"` ({vs["mean_difference"]:+.4f}), better on '
+        f"{auc[runner]:.4f} with {label} ({vs['mean_difference']:+.4f}), better on "
         f"{vs['w_l_t'][0]}, worse on {vs['w_l_t'][1]} (per split: {per}); LogisticRegression "
         f"{auc['linear']:.4f}, XGBoost {auc['xgboost']:.4f}; tuned weights kept on {kept[0]} of {kept[1]}; "
         f"{base['seconds_per_table']:.1f} -> {b['seconds_per_table']:.1f} s per table"
@@ -370,3 +373,23 @@ def test_readme_fine_tune_with_the_blend_evidence_matches_and_backs_the_default(
     assert OrionMSPClassifier().get_params()["fine_tune"] == "auto"
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert ft_blend_text(summary) in text, ft_blend_text(summary)
+
+
+#: the same comparison on the 401-1,000-row band, where ``"auto"`` does not fine-tune (``fine_tune=True`` there)
+FT_BLEND_MID = "orion-suite-summary-ftblend-mid-2026-11-29.json"
+FT_BLEND_MID_RUNNER = "orion-blend-ft"
+
+
+def test_readme_fine_tune_with_the_blend_above_the_bound_matches_and_keeps_the_bound() -> None:
+    """Above 400 training rows fine-tuning with the blend did not win more tables than it lost: the bound stays."""
+    from tabzoo_orion_msp.fine_tune import AUTO_FINE_TUNE_ROWS
+
+    summary = json.loads((RESULTS / FT_BLEND_MID).read_text(encoding="utf-8"))
+    for run in summary["runs"]:
+        recs = json.loads((RESULTS / run["file"]).read_text(encoding="utf-8"))["records"]
+        assert recs and all(AUTO_FINE_TUNE_ROWS < r["train_rows"] <= 1000 for r in recs)
+    vs = summary["all_splits"][FT_BLEND_MID_RUNNER]["vs_base"]
+    assert not vs["w_l_t"][0] > vs["w_l_t"][1] and AUTO_FINE_TUNE_ROWS == 400
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    want = ft_blend_text(summary, FT_BLEND_MID_RUNNER, "`fine_tune=True`")
+    assert want in text, want
