@@ -520,10 +520,12 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
             self.fine_tune = value
             # a flag of this step only, not fitted state
             shared = bool(self.__dict__.pop("_shared_split_", False))
+        record: dict[str, Any] | None = getattr(self, "fine_tune_", None)
         if auto:
-            self.fine_tune_ = auto_record(n, self.fine_tune_)
-        if shared and self.fine_tune_ is not None and int(self.fine_tune_.get("steps", 0)) > 0:
-            self.fine_tune_ = dict(self.fine_tune_) | {"inner_split": SHARED_SPLIT}
+            record = auto_record(n, record)
+        if shared and record is not None and int(record.get("steps", 0)) > 0:
+            record = dict(record) | {"inner_split": SHARED_SPLIT}
+        self.fine_tune_ = record
 
     def _inner_split(self, cfg: FineTune) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Fine-tuning's inner ``(training, validation)`` rows. With ``linear_blend="auto"`` they are the estimator's
@@ -557,12 +559,12 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
                 train, hold = inner_split(self.y_context_, seed, x=self.X_context_)
                 if hold.size < 2 or np.unique(self.y_context_[hold]).size < 2:
                     return
-                members = self.members_
+                members: list[EnsembleMember] = getattr(self, "members_")  # noqa: B009 (mypy: set by the core's fit)
                 cap = max(len(m.features) for m in members)
                 proba = self._inner_proba(self.X_context_.shape[1], seed, cap, train, hold)
                 self.members_ = members  # back to the fitted members, as fit left them
                 self.member_views_ = None
-                self.context_cache_ = {}
+                self.context_cache_: dict[str, Any] | None = {}
                 self._views()
                 self._fit_local()
                 self._warm_cache()

@@ -58,9 +58,12 @@ def auto_fine_tune(n_rows: int) -> FineTune | None:
 
 def auto_record(n_rows: int, record: dict[str, Any] | None) -> dict[str, Any]:
     """``fine_tune_`` after ``fine_tune="auto"``: the core's record (on) or a skip record (off), plus the decision."""
-    on = record is not None
-    decision = {"on": on, "training_rows": int(n_rows), "max_rows": AUTO_FINE_TUNE_ROWS}
-    if on:
+    decision = {
+        "on": record is not None,
+        "training_rows": int(n_rows),
+        "max_rows": AUTO_FINE_TUNE_ROWS,
+    }
+    if record is not None:
         return dict(record) | {"auto": decision}
     return {
         "kept": False,
