@@ -327,7 +327,7 @@ def test_readme_fine_tune_auto_evidence_matches_the_result_and_the_rule() -> Non
 
 
 #: fine-tuning and the linear blend on one shared inner split, on the tables ``fine_tune="auto"`` fine-tunes
-#: (``orion_suite_summary.py --vs orion-blend``): the evidence behind ``fine_tune="auto"`` as the default
+#: (``orion_suite_summary.py --vs orion-blend``): why ``fine_tune="auto"`` stays an option
 FT_BLEND = "orion-suite-summary-ftblend-small-2026-11-29.json"
 FT_BLEND_RUNS = (
     "realdata-2026-11-29-orion-blend-ftauto-small-s012.json",
@@ -357,9 +357,9 @@ def ft_blend_text(
     )
 
 
-def test_readme_fine_tune_with_the_blend_evidence_matches_and_backs_the_default() -> None:
-    """``fine_tune="auto"`` is the default because, with the blend on the shared split, it beat ``fine_tune=None``
-    on the tables it fine-tunes (mean ROC-AUC and W-L); the README quotes the summary."""
+def test_readme_fine_tune_with_the_blend_evidence_matches_the_result() -> None:
+    """With the blend on the shared split, ``fine_tune="auto"`` gained a little over ``fine_tune=None`` on the tables
+    it fine-tunes, at about 14 times the seconds: the README quotes the summary, and the default stays ``None``."""
     from tabzoo_orion_msp import OrionMSPClassifier
     from tabzoo_orion_msp.fine_tune import AUTO_FINE_TUNE_ROWS
 
@@ -368,9 +368,12 @@ def test_readme_fine_tune_with_the_blend_evidence_matches_and_backs_the_default(
     for name in FT_BLEND_RUNS:  # only tables where "auto" fine-tunes
         recs = json.loads((RESULTS / name).read_text(encoding="utf-8"))["records"]
         assert recs and all(r["train_rows"] <= AUTO_FINE_TUNE_ROWS for r in recs)
-    vs = summary["all_splits"][FT_BLEND_RUNNER]["vs_base"]
-    assert vs["mean_difference"] > 0 and vs["w_l_t"][0] > vs["w_l_t"][1]
-    assert OrionMSPClassifier().get_params()["fine_tune"] == "auto"
+    b, base = summary["all_splits"][FT_BLEND_RUNNER], summary["all_splits"][BLEND_RUNNER]
+    assert b["vs_base"]["mean_difference"] < 0.005  # a small gain ...
+    assert (
+        b["seconds_per_table"] > 10 * base["seconds_per_table"]
+    )  # ... at ten times the seconds or more
+    assert OrionMSPClassifier().get_params()["fine_tune"] is None
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert ft_blend_text(summary) in text, ft_blend_text(summary)
 

@@ -16,11 +16,11 @@ register_hypothesis_profiles(
 )  # ci: derandomized; random: fresh examples (nox -s tests_random)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def few_auto_fine_tune_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default ``fine_tune="auto"`` fine-tunes tables of 64-400 training rows with the core's 100 steps; here the
-    same decision runs 4 tiny steps without a progress bar, so the tests that fit the defaults stay fast (the rule
-    itself is tested in ``test_orion_finetune_auto.py``, the real steps in ``benchmarks/realdata.py`` runs)."""
+    """``fine_tune="auto"`` fine-tunes tables of 64-400 training rows with the core's 100 steps; with this fixture the
+    same decision runs 4 tiny steps without a progress bar, so a test of what "auto" does stays fast (the rule
+    itself is tested unpatched in ``test_orion_finetune_auto.py``, the real steps in ``benchmarks/realdata.py`` runs)."""
     import dataclasses
 
     import tabzoo_orion_msp.estimators as est_mod

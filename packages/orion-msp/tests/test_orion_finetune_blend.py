@@ -128,11 +128,12 @@ def test_never_worse_than_untuned_on_the_shared_inner_split(
     assert scores[str(tuned.linear_blend_)] == max(scores.values())
 
 
-def test_the_default_fine_tunes_small_tables_on_the_shared_split() -> None:
-    """``fine_tune="auto"`` is the default: a table of at most 400 training rows is fine-tuned (here with the
-    conftest's few steps) on the split shared with the default ``linear_blend="auto"``."""
+@pytest.mark.usefixtures("few_auto_fine_tune_steps")
+def test_auto_fine_tunes_small_tables_on_the_shared_split() -> None:
+    """``fine_tune="auto"`` (an option; the default is ``None``): a table of at most 400 training rows is fine-tuned
+    (here with the conftest's few steps) on the split shared with the default ``linear_blend="auto"``."""
     x, y = _data()
-    est = OrionMSPClassifier(n_estimators=2).fit(x, y)
-    assert OrionMSPClassifier().get_params()["fine_tune"] == "auto"
+    est = OrionMSPClassifier(n_estimators=2, fine_tune="auto").fit(x, y)
+    assert OrionMSPClassifier().get_params()["fine_tune"] is None
     rec = est.fine_tune_
     assert rec["auto"]["on"] and rec["steps"] > 0 and rec["inner_split"] == SHARED_SPLIT

@@ -328,12 +328,11 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         ``linear_blend="auto"`` that split is the estimator's one :func:`inner_split` (a quarter of the training
         rows held out, at most 1,000; ``fine_tune_["inner_split"]``): fine-tuning trains on the rest only, and the
         blend weight is chosen on the same holdout rows, predicted with the weights kept, which never trained on them.
-        ``"auto"`` is the default since 2026-11-29: on the real-data suite's 6 tables of at most 400 training rows,
-        splits 0-2 (18 table-splits, 1 torch thread), the defaults with ``fine_tune="auto"`` reached a mean ROC-AUC
-        0.9298 against 0.9282 with ``fine_tune=None`` (better on 7, worse on 3; LogisticRegression 0.9168, XGBoost
-        0.9248) in about 50 s per table instead of 4 (``benchmarks/results/orion-suite-summary-ftblend-small-2026-11-29.json``);
-        a small gain, not on every split (split 0 -0.0011, split 1 +0.0060, split 2 -0.0002). Tables above 400 rows
-        are not fine-tuned, so their outputs are as before; ``fine_tune=None`` turns it off everywhere.
+        Off by default (``None``): on the real-data suite's 6 tables of at most 400 training rows, splits 0-2
+        (18 table-splits, 1 torch thread), the defaults with ``fine_tune="auto"`` reached a mean ROC-AUC 0.9298
+        against 0.9282 with ``fine_tune=None`` (better on 7, worse on 3; LogisticRegression 0.9168, XGBoost 0.9248)
+        in about 50 s per table instead of 4 (``benchmarks/results/orion-suite-summary-ftblend-small-2026-11-29.json``):
+        a gain within the noise (split 0 -0.0011, split 1 +0.0060, split 2 -0.0002) at 14 times the seconds.
     :param wide_features: None (members read feature subsets of the checkpoint's ``max_features``) or
         an int >= 1: members read up to that many features at once, on the block-sparse row path
         above ~312 features (see the module docstring).
@@ -393,7 +392,7 @@ class OrionMSPClassifier(FineTuneMixin, InContextClassifier):
         categorical_features: Any = "auto",
         pad_features: bool = True,
         max_context_rows: int | None = 4096,
-        fine_tune: Any = AUTO,
+        fine_tune: Any = None,
         wide_features: int | None = None,
         class_balance: float = 0.5,
         many_class: str = "hierarchical",

@@ -13,14 +13,14 @@ per table up to 400 training rows, minutes above: ``benchmarks/orion_ft_auto.py`
 records per band into ``benchmarks/results/orion-ft-auto-2026-11-29.json``, which the package README quotes (a test
 checks the quote and that :data:`AUTO_FINE_TUNE_ROWS` is that file's first band).
 
-It is the estimator's default since 2026-11-29, together with the default ``linear_blend="auto"``: the two share
-one inner split of the training rows (the estimator's ``inner_split``), so fine-tuning trains on the inner training
-rows only and the blend weight is chosen on holdout rows the tuned weights never trained on. On the suite's tables of
-at most 400 training rows, splits 0-2 (18 table-splits), the defaults with ``"auto"`` reached a mean ROC-AUC 0.9298
-against 0.9282 untuned (better on 7, worse on 3) at about 50 s per table instead of 4: ``benchmarks/orion_suite_summary.py
---vs orion-blend`` -> ``benchmarks/results/orion-suite-summary-ftblend-small-2026-11-29.json`` (the package README quotes
-it and a test checks the quote). Before the shared split, fine-tuned ORION-MSP alone had scored below the untuned
-default with the blend on those tables (0.9271 against 0.9298, splits 0-1; ``orion-ft-auto-2026-11-29.json``).
+It is an option, not the default. With the default ``linear_blend="auto"`` the two share one inner split of the
+training rows (the estimator's ``inner_split``), so fine-tuning trains on the inner training rows only and the blend
+weight is chosen on holdout rows the tuned weights never trained on. On the suite's tables of at most 400 training
+rows, splits 0-2 (18 table-splits), the defaults with ``"auto"`` reached a mean ROC-AUC 0.9298 against 0.9282 untuned
+(better on 7, worse on 3; split 0 and split 2 slightly lower) at about 50 s per table instead of 4:
+``benchmarks/orion_suite_summary.py --vs orion-blend`` -> ``benchmarks/results/orion-suite-summary-ftblend-small-2026-11-29.json``
+(the package README quotes it and a test checks the quote). A gain that small and uneven does not pay for 14 times
+the seconds on every small table a user fits, so the default stays ``None``.
 """
 
 from __future__ import annotations
