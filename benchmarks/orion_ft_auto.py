@@ -21,33 +21,27 @@ import json
 from pathlib import Path
 from typing import Any
 
-TIE = 5e-4
+# one reader of the realdata.py records and one tie rule for both ORION summaries
+from orion_suite_summary import TIE, load_records
+
 TUNED, UNTUNED, DEFAULTS = "orion-alone-ft", "orion-msp", "orion-blend"
 
 
 def _cells(
     paths: list[str], model: str
 ) -> tuple[dict[tuple[int, str], dict[str, Any]], list[dict[str, Any]]]:
-    """(split, table) -> the ok classification record of ``model`` (a later file's replaces an earlier one's)."""
-    cells: dict[tuple[int, str], dict[str, Any]] = {}
-    runs = []
-    for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        runs.append(
-            {
-                "file": Path(path).name,
-                "git": (data.get("git") or {}).get("commit"),
-                "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
-            }
-        )
-        for r in data["records"]:
-            if (
-                r.get("model") == model
-                and r.get("status") == "ok"
-                and r.get("task") == "classification"
-            ):
-                cells[(int(r["split"]), r["table"])] = r
-    return cells, runs
+    """(split, table) -> the ok classification record of ``model`` (``orion_suite_summary.load_records``: a later
+    file's replaces an earlier one's), and per file its name, git commit and load average at the end."""
+    records, runs = load_records(paths)
+    cells = {k: v[model] for k, v in records.items() if model in v}
+    return cells, [
+        {
+            "file": r["file"],
+            "git": (r["git"] or {}).get("commit"),
+            "load_average_at_end": r["load_average_at_end"],
+        }
+        for r in runs
+    ]
 
 
 def _band(rows: int, bands: list[int]) -> str:

@@ -41,6 +41,34 @@ def _wlt(a: list[float], b: list[float]) -> list[int]:
 
 
 Cells = dict[tuple[int, str], dict[str, dict[str, Any]]]
+#: (split, table) -> model -> the whole ok classification record of a realdata.py run
+Records = dict[tuple[int, str], dict[str, dict[str, Any]]]
+
+
+def load_records(paths: list[str]) -> tuple[Records, list[dict[str, Any]]]:
+    """The one reader of finished ``realdata.py`` runs for the ORION summaries (this one and ``orion_ft_auto.py``).
+
+    Returns ``(split, table) -> model ->`` its ok classification record (a later file's record replaces an
+    earlier one's), and per file its header: ``file``, ``git`` (the run's git dict), ``date_utc``,
+    ``load_average_at_end`` and ``wall_s``.
+    """
+    records: Records = {}
+    runs = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        runs.append(
+            {
+                "file": Path(path).name,
+                "git": data.get("git"),
+                "date_utc": data.get("date_utc"),
+                "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
+                "wall_s": data.get("wall_s"),
+            }
+        )
+        for r in data["records"]:
+            if r.get("status") == "ok" and r.get("task") == "classification":
+                records.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = r
+    return records, runs
 
 
 def _fitted(cells: Cells, keys: list[tuple[int, str]], model: str) -> dict[str, Any]:
@@ -63,8 +91,13 @@ def _vs(cells: Cells, model: str, base: str) -> dict[str, Any]:
         return {}
     a = [cells[k][model]["roc_auc"] for k in keys]
     b = [cells[k][base]["roc_auc"] for k in keys]
-    return {"base": base, "n": len(keys), "mean_roc_auc": {model: round(sum(a) / len(a), 4), base: round(sum(b) / len(b), 4)},
-            "mean_difference": round((sum(a) - sum(b)) / len(a), 4), "w_l_t": _wlt(a, b)}
+    return {
+        "base": base,
+        "n": len(keys),
+        "mean_roc_auc": {model: round(sum(a) / len(a), 4), base: round(sum(b) / len(b), 4)},
+        "mean_difference": round((sum(a) - sum(b)) / len(a), 4),
+        "w_l_t": _wlt(a, b),
+    }
 
 
 def _block(cells: Cells, model: str, base: str | None = None) -> dict[str, Any]:
@@ -82,34 +115,46 @@ def _block(cells: Cells, model: str, base: str | None = None) -> dict[str, Any]:
         "vs_linear_w_l_t": _wlt(auc[model], auc["linear"]),
         "vs_xgboost_w_l_t": _wlt(auc[model], auc["xgboost"]),
         "seconds_per_table": round(sum(cells[k][model]["s"] for k in keys) / len(keys), 1),
-        "largest_losses_to_linear": [{"split": k[0], "table": k[1], "delta": round(d, 4)} for d, k in gap[:5] if d < 0],
-        "per_table": {f"{k[0]}/{k[1]}": {m: round(cells[k][m]["roc_auc"], 4) for m in names} for k in keys},
+        "largest_losses_to_linear": [
+            {"split": k[0], "table": k[1], "delta": round(d, 4)} for d, k in gap[:5] if d < 0
+        ],
+        "per_table": {
+            f"{k[0]}/{k[1]}": {m: round(cells[k][m]["roc_auc"], 4) for m in names} for k in keys
+        },
         **_fitted(cells, keys, model),
         **({"vs_base": vs} if base and model != base and (vs := _vs(cells, model, base)) else {}),
     }
 
 
 def summarize(paths: list[str], base: str | None = None) -> dict[str, Any]:
-    cells: Cells = {}
-    runs = []
-    for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        runs.append({"file": Path(path).name, "git": data.get("git"), "date_utc": data.get("date_utc"),
-                     "load_average_at_end": data.get("machine", {}).get("load_average_at_end"),
-                     "wall_s": data.get("wall_s")})
-        for r in data["records"]:
-            if r.get("status") == "ok" and r.get("task") == "classification":
-                cells.setdefault((int(r["split"]), r["table"]), {})[r["model"]] = {
-                    "roc_auc": float(r["metrics"]["roc_auc"]), "s": float(r["fit_predict_s"]),
-                    **({"fitted": r["fitted"]} if r.get("fitted") else {})}
+    records, runs = load_records(paths)
+    cells: Cells = {
+        k: {
+            m: {
+                "roc_auc": float(r["metrics"]["roc_auc"]),
+                "s": float(r["fit_predict_s"]),
+                **({"fitted": r["fitted"]} if r.get("fitted") else {}),
+            }
+            for m, r in v.items()
+        }
+        for k, v in records.items()
+    }
     models = sorted({m for v in cells.values() for m in v if m.startswith("orion")})
     splits = sorted({k[0] for k in cells})
-    out: dict[str, Any] = {"benchmark": "orion_suite_summary", "issue": 28, "runs": runs, "tie": TIE,
-                           "per_split": {}, "all_splits": {}}
+    out: dict[str, Any] = {
+        "benchmark": "orion_suite_summary",
+        "issue": 28,
+        "runs": runs,
+        "tie": TIE,
+        "per_split": {},
+        "all_splits": {},
+    }
     for s in splits:
         sub = {k: v for k, v in cells.items() if k[0] == s}
         out["per_split"][str(s)] = {m: b for m in models if (b := _block(sub, m, base))}
-    out["all_splits"] = {m: {k: v for k, v in _block(cells, m, base).items() if k != "per_table"} for m in models}
+    out["all_splits"] = {
+        m: {k: v for k, v in _block(cells, m, base).items() if k != "per_table"} for m in models
+    }
     return out
 
 
@@ -117,7 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="the summary JSON to write (never overwritten)")
     p.add_argument("runs", nargs="+", help="finished realdata.py JSON files")
-    p.add_argument("--vs", default=None, metavar="BASE", help="also compare every other ORION runner with BASE")
+    p.add_argument(
+        "--vs", default=None, metavar="BASE", help="also compare every other ORION runner with BASE"
+    )
     args = p.parse_args(argv)
     out = Path(args.out)
     if out.exists():
@@ -126,11 +173,33 @@ def main(argv: list[str] | None = None) -> None:
     if args.vs:
         result["vs"] = args.vs
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    keep = ("n", "mean_roc_auc", "mean_rank", "vs_linear_w_l_t", "vs_xgboost_w_l_t", "seconds_per_table",
-            "fine_tune_kept", "linear_blend_weights", "vs_base")
-    short = {s: {m: {k: b[k] for k in keep if k in b} for m, b in d.items()} for s, d in result["per_split"].items()}
-    print(json.dumps({"per_split": short, "all_splits": {m: {k: v for k, v in b.items() if k != "largest_losses_to_linear"}
-                                                          for m, b in result["all_splits"].items()}}, indent=1))
+    keep = (
+        "n",
+        "mean_roc_auc",
+        "mean_rank",
+        "vs_linear_w_l_t",
+        "vs_xgboost_w_l_t",
+        "seconds_per_table",
+        "fine_tune_kept",
+        "linear_blend_weights",
+        "vs_base",
+    )
+    short = {
+        s: {m: {k: b[k] for k in keep if k in b} for m, b in d.items()}
+        for s, d in result["per_split"].items()
+    }
+    print(
+        json.dumps(
+            {
+                "per_split": short,
+                "all_splits": {
+                    m: {k: v for k, v in b.items() if k != "largest_losses_to_linear"}
+                    for m, b in result["all_splits"].items()
+                },
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

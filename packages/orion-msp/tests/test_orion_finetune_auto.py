@@ -54,7 +54,7 @@ def test_auto_above_the_bound_does_not_fine_tune_and_predicts_as_off() -> None:
     x, y = load_breast_cancer(return_X_y=True)
     x, y = x[: AUTO_FINE_TUNE_ROWS + 20], y[: AUTO_FINE_TUNE_ROWS + 20]
     auto = OrionMSPClassifier(n_estimators=1, linear_blend=0, fine_tune="auto").fit(x, y)
-    off = OrionMSPClassifier(n_estimators=1, linear_blend=0).fit(x, y)
+    off = OrionMSPClassifier(n_estimators=1, linear_blend=0, fine_tune=None).fit(x, y)
     assert auto.fine_tune == "auto"  # the parameter is left as given
     rec = auto.fine_tune_
     assert rec["auto"] == {
