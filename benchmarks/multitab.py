@@ -291,6 +291,29 @@ def cpu_models(paths: Sequence[Path | str], reports: list[dict[str, Any]]) -> di
     return {str(p): rep.get("machine", {}).get("cpu_model") for p, rep in zip(paths, reports, strict=True)}
 
 
+#: the flags that change a fit: inputs joined by ``summary`` should share them
+RECIPE_FLAGS = ("epochs", "patience", "patience_steps", "batch_size", "lr", "d_embed", "hidden", "max_rows",
+                "n_features", "n_val", "n_test")
+
+
+def recipes(paths: Sequence[Path | str], reports: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each run input's training flags (:data:`RECIPE_FLAGS` that it records; summaries have none).
+    The real-table "re-run" of 2026-11-29 that seemed not to reproduce had been started without the grid's
+    ``--epochs 100 --patience 8 --batch-size auto`` (``multitab-real-repro-2026-11-29.json``)."""
+    return {str(p): {k: rep["settings"][k] for k in RECIPE_FLAGS if k in rep.get("settings", {})}
+            for p, rep in zip(paths, reports, strict=True) if "settings" in rep}
+
+
+def recipe_conflicts(recs: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
+    """The flags that two inputs both record with different values: ``{flag: [values]}``."""
+    out: dict[str, list[Any]] = {}
+    for k in RECIPE_FLAGS:
+        vals = [r[k] for r in recs.values() if k in r]
+        if len({json.dumps(v) for v in vals}) > 1:
+            out[k] = sorted({json.dumps(v) for v in vals})
+    return out
+
+
 def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     """Per reference: mean, std and count of Δm per model over all rows; settings where it is > 0."""
     out: dict[str, Any] = {}
@@ -440,7 +463,12 @@ def main() -> None:
         if len(set(machines.values())) > 1:
             print(f"warning: the inputs ran on different CPUs {sorted(set(map(str, machines.values())))}; the same "
                   "seeded fit differs between them, so compare models within one host", file=sys.stderr)
+        recs = recipes(args.inputs, reps)
+        if conflicts := recipe_conflicts(recs):
+            print(f"warning: the inputs were run with different training flags {conflicts}; their scores are not "
+                  "runs of one recipe", file=sys.stderr)
         summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs], "machines": machines,
+                   "recipes": recs, "recipe_conflicts": conflicts,
                    "required_models": args.require,
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
                    "grid_by_factor": by_factor(grid_rows) if grid_rows else None,
