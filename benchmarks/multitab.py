@@ -72,7 +72,11 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              # the paper's backbone without the skip path the estimator adds by default since 2026-11-29
              "mt_noskip": dict(architecture="multitab", skip_hidden=0),
              # one encoder block instead of two: the speed setting (epoch within 1.5x MMoE's)
-             "mt_l1": dict(architecture="multitab", n_layers=1)}
+             "mt_l1": dict(architecture="multitab", n_layers=1),
+             # per-task model selection: each task keeps the weights of its own best validation epoch
+             "mt_pertask": dict(architecture="multitab", select="per_task"),
+             "mt_l1_pertask": dict(architecture="multitab", n_layers=1, select="per_task"),
+             "mmoe_pertask": dict(architecture="mmoe", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
 TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
 REFERENCES = ("stl", "gbdt", *TWINS)
@@ -80,7 +84,9 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self",
-         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block"}
+         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block",
+         "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1_pertask": "MultiTab-Net, one block, per-task selection",
+         "mmoe_pertask": "MMoE, per-task selection"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -151,6 +157,8 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
             est = MultiTabEstimator(task_types=kinds, random_state=seed, **(kw | arch))
             est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
             res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
+            if arch.get("select") == "per_task":
+                res.setdefault("task_epochs", {})[m] = est.task_epochs_
         res["fit_s"][m] = round(time.perf_counter() - t0, 2)
         print(json.dumps({"model": m, "fit_s": res["fit_s"][m], "epochs": res["epochs"].get(m)}), file=sys.stderr, flush=True)
     res["delta_m"] = {ref: {m: delta_m(s, res["scores"][ref]) for m, s in res["scores"].items() if m != ref}
