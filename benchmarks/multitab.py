@@ -29,7 +29,10 @@
   single-task MultiTab-Net per task,
   ``stl`` = one MLP per task, ``gbdt`` = scikit-learn HistGradientBoosting per task (early
   stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
-* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin).
+* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin),
+  and against MMoE (``mmoe``).
+* ``mt_pertask`` / ``mt_l1_pertask`` / ``mmoe_pertask``: MultiTab-Net (two blocks / one block) and MMoE with
+  per-task model selection (``select="per_task"``: each task keeps the weights of its own best validation epoch).
 
 Results are written after every setting (``"complete": false`` until the run ends), so an
 interrupted run keeps what it finished. ``summary --require m1 m2`` keeps only the draws that have
@@ -79,7 +82,8 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mmoe_pertask": dict(architecture="mmoe", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
 TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
-REFERENCES = ("stl", "gbdt", *TWINS)
+#: single-task references, then MMoE (Δm against it: the multitask baseline to beat)
+REFERENCES = ("stl", "gbdt", *TWINS, "mmoe")
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",

@@ -335,7 +335,7 @@ class MultiTabEstimator(BaseEstimator):
         return self
 
     # -- predict ----------------------------------------------------------------------------
-    def _predictor(self) -> torch.nn.Module:
+    def _predictor(self) -> Any:
         """The network that predicts: ``task_model_`` under per-task selection, else ``model_``."""
         task_model = getattr(self, "task_model_", None)
         return task_model if task_model is not None else self.model_
