@@ -79,18 +79,20 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              # per-task model selection: each task keeps the weights of its own best validation epoch
              "mt_pertask": dict(architecture="multitab", select="per_task"),
              "mt_l1_pertask": dict(architecture="multitab", n_layers=1, select="per_task"),
-             "mmoe_pertask": dict(architecture="mmoe", select="per_task")}
+             "mmoe_pertask": dict(architecture="mmoe", select="per_task"),
+             # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
+             "stl_pertask": dict(architecture="stl", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
 TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
 #: single-task references, then MMoE (Δm against it: the multitask baseline to beat)
-REFERENCES = ("stl", "gbdt", *TWINS, "mmoe")
+REFERENCES = ("stl", "gbdt", *TWINS, "stl_pertask", "mmoe")
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self",
          "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block",
          "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1_pertask": "MultiTab-Net, one block, per-task selection",
-         "mmoe_pertask": "MMoE, per-task selection"}
+         "mmoe_pertask": "MMoE, per-task selection", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -109,7 +111,10 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
     """The one training recipe of every neural model."""
     return dict(d_embed=args.d_embed, n_layers=2, n_heads=2, row_heads=4, hidden=tuple(args.hidden), n_context=256,
                 max_epochs=args.epochs, patience=args.patience, batch_size=args.batch_size, lr=args.lr, dropout=0.1,
-                weight_decay=1e-5, schedule="cosine", early_stopping="metric")
+                weight_decay=1e-5, schedule="cosine", early_stopping="metric",
+                # pinned: every committed run before 2026-11-29's per-task default selected jointly; the
+                # ``*_pertask`` variants override it
+                select="joint")
 
 
 def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:
@@ -276,10 +281,13 @@ def write(report: dict[str, Any], out: Path | None) -> None:
 def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of the same grid draw (design, setting, seed) from several runs (e.g. the baselines in one
     run, the single-task MultiTab-Nets in another) joined into one, with Δm recomputed from the joined
-    test scores; draws are seeded, so the same (setting, seed) is the same train / validation / test data."""
+    test scores; draws are seeded, so the same (setting, seed) is the same train / validation / test data.
+    Real-table rows join on (dataset, rows, seed): the subsample and the split are seeded too. A model
+    scored in two runs of one draw keeps the later run's scores."""
     joined: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        key = (r.get("design", "regimes"), r["setting"], r["seed"], r["n_train"])
+        key = ((r["dataset"], r["rows"], r["seed"]) if "dataset" in r
+               else (r.get("design", "regimes"), r["setting"], r["seed"], r["n_train"]))
         if key not in joined:
             joined[key] = {**r, "scores": dict(r["scores"]), "fit_s": dict(r["fit_s"]), "epochs": dict(r["epochs"])}
         else:
@@ -469,7 +477,7 @@ def main() -> None:
     if args.what == "summary":
         reps = [json.loads(p.read_text()) for p in args.inputs]
         grid_rows = require(merge([r for rep in reps for r in rep.get("grid", [])]), args.require)
-        real_rows = [r for rep in reps for r in rep.get("real", [])]
+        real_rows = require(merge([r for rep in reps for r in rep.get("real", [])]), args.require)
         twin_rows = [r for r in grid_rows if "mt_twin" in r["scores"]]
         machines = cpu_models(args.inputs, reps)
         if len(set(machines.values())) > 1:

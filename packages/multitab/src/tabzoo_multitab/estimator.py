@@ -74,11 +74,22 @@ class MultiTabEstimator(BaseEstimator):
         for classification, explained variance for regression), blind to calibration: it keeps the
         first epoch that ranks well, often with far too soft probabilities.
     :param select: how the kept weights are chosen (:mod:`tabzoo_multitab.selection`): ``"joint"``
-        (default) = one set, the best epoch of the criterion over all tasks; ``"per_task"`` = each task
-        keeps the weights of its own best epoch by its own validation score (the ``early_stopping``
-        criterion of that task alone), training stops when no task has improved for ``patience``
-        epochs, and task ``t`` is predicted with its own weights (``task_model_``; one forward pass
-        per distinct best epoch; ``task_epochs_`` holds them). With one task the two are the same.
+        (default) = one set of weights, the best epoch of the criterion over all tasks;
+        ``"per_task"`` = each task keeps the weights of its own best epoch by its own validation score
+        (the ``early_stopping`` criterion of that task alone), training stops when no task has
+        improved for ``patience`` epochs, and task ``t`` is predicted with its own weights
+        (``task_model_``: one forward pass and one copy of the weights per distinct best epoch;
+        ``task_epochs_`` holds the epochs). With one task the two are the same. Why joint stays the
+        default (issue 26, 2026-11-29, the grid's recipe, 3 seeds): on MultiTab-Bench's 300- and
+        1,000-row settings per-task selection lifts MultiTab-Net's Δm against the single-task MLP from
+        +0.59 to +0.86 % (9 against 7 of 12 settings above it; better in 22 of 36 draws, worse in 8;
+        ``benchmarks/results/multitab-grid-sizes-pertask-summary-2026-11-29.json``), but on the four
+        real tables it lowers it from +0.27 to -1.05 % (better in 6 of 12 draws, worse in 6; AER
+        CPS1985's log wage, 107 validation rows, took epoch 3 in two of three seeds;
+        ``multitab-real-pertask-summary-2026-11-29.json``): on a small validation split one task's
+        best epoch is mostly noise, which the mean over tasks averages out. MMoE moves the same way
+        (grid +0.63 to +0.80 %, real -0.67 to -2.07 %). Cost: longer fits (a task that still improves
+        keeps the run going) and up to ``t`` forward passes at prediction.
     :param calibration: ``"temperature"`` (default) = after training, one temperature per
         classification task, fitted on the held-out rows (the validation slice or ``eval_set``) to
         minimise their log-loss, divides the logits in :meth:`predict_proba` (``temperatures_``);
