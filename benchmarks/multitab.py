@@ -32,7 +32,9 @@
 * Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin),
   and against MMoE (``mmoe``).
 * ``mt_pertask`` / ``mt_l1_pertask`` / ``mmoe_pertask``: MultiTab-Net (two blocks / one block) and MMoE with
-  per-task model selection (``select="per_task"``: each task keeps the weights of its own best validation epoch).
+  per-task model selection (``select="per_task"``: each task keeps the weights of its own best validation epoch);
+  ``stl_pertask`` = the single-task MLPs, each with its own early stop (``stl`` stops them jointly). The
+  recipe pins ``select="joint"`` for every other model.
 
 Results are written after every setting (``"complete": false`` until the run ends), so an
 interrupted run keeps what it finished. ``summary --require m1 m2`` keeps only the draws that have
