@@ -29,7 +29,12 @@
   single-task MultiTab-Net per task,
   ``stl`` = one MLP per task, ``gbdt`` = scikit-learn HistGradientBoosting per task (early
   stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
-* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin).
+* Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin),
+  and against MMoE (``mmoe``).
+* ``mt_pertask`` / ``mt_l1_pertask`` / ``mmoe_pertask``: MultiTab-Net (two blocks / one block) and MMoE with
+  per-task model selection (``select="per_task"``: each task keeps the weights of its own best validation epoch);
+  ``stl_pertask`` = the single-task MLPs, each with its own early stop (``stl`` stops them jointly). The
+  recipe pins ``select="joint"`` for every other model.
 
 Results are written after every setting (``"complete": false`` until the run ends), so an
 interrupted run keeps what it finished. ``summary --require m1 m2`` keeps only the draws that have
@@ -72,15 +77,24 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              # the paper's backbone without the skip path the estimator adds by default since 2026-11-29
              "mt_noskip": dict(architecture="multitab", skip_hidden=0),
              # one encoder block instead of two: the speed setting (epoch within 1.5x MMoE's)
-             "mt_l1": dict(architecture="multitab", n_layers=1)}
+             "mt_l1": dict(architecture="multitab", n_layers=1),
+             # per-task model selection: each task keeps the weights of its own best validation epoch
+             "mt_pertask": dict(architecture="multitab", select="per_task"),
+             "mt_l1_pertask": dict(architecture="multitab", n_layers=1, select="per_task"),
+             "mmoe_pertask": dict(architecture="mmoe", select="per_task"),
+             # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
+             "stl_pertask": dict(architecture="stl", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
 TWINS = {"mt_twin": {}, "mt_rff3_twin": dict(row_ff_mult=3)}
-REFERENCES = ("stl", "gbdt", *TWINS)
+#: single-task references, then MMoE (Δm against it: the multitask baseline to beat)
+REFERENCES = ("stl", "gbdt", *TWINS, "stl_pertask", "mmoe")
 NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE", "shared_bottom": "Shared-bottom",
          "mt_single": "MultiTab-Net, single task token", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self",
-         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block"}
+         "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block",
+         "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1_pertask": "MultiTab-Net, one block, per-task selection",
+         "mmoe_pertask": "MMoE, per-task selection", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -99,7 +113,10 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
     """The one training recipe of every neural model."""
     return dict(d_embed=args.d_embed, n_layers=2, n_heads=2, row_heads=4, hidden=tuple(args.hidden), n_context=256,
                 max_epochs=args.epochs, patience=args.patience, batch_size=args.batch_size, lr=args.lr, dropout=0.1,
-                weight_decay=1e-5, schedule="cosine", early_stopping="metric")
+                weight_decay=1e-5, schedule="cosine", early_stopping="metric",
+                # pinned: every committed run before 2026-11-29's per-task default selected jointly; the
+                # ``*_pertask`` variants override it
+                select="joint")
 
 
 def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:
@@ -151,6 +168,8 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
             est = MultiTabEstimator(task_types=kinds, random_state=seed, **(kw | arch))
             est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
             res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
+            if arch.get("select") == "per_task":
+                res.setdefault("task_epochs", {})[m] = est.task_epochs_
         res["fit_s"][m] = round(time.perf_counter() - t0, 2)
         print(json.dumps({"model": m, "fit_s": res["fit_s"][m], "epochs": res["epochs"].get(m)}), file=sys.stderr, flush=True)
     res["delta_m"] = {ref: {m: delta_m(s, res["scores"][ref]) for m, s in res["scores"].items() if m != ref}
@@ -264,10 +283,13 @@ def write(report: dict[str, Any], out: Path | None) -> None:
 def merge(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of the same grid draw (design, setting, seed) from several runs (e.g. the baselines in one
     run, the single-task MultiTab-Nets in another) joined into one, with Δm recomputed from the joined
-    test scores; draws are seeded, so the same (setting, seed) is the same train / validation / test data."""
+    test scores; draws are seeded, so the same (setting, seed) is the same train / validation / test data.
+    Real-table rows join on (dataset, rows, seed): the subsample and the split are seeded too. A model
+    scored in two runs of one draw keeps the later run's scores."""
     joined: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        key = (r.get("design", "regimes"), r["setting"], r["seed"], r["n_train"])
+        key = ((r["dataset"], r["rows"], r["seed"]) if "dataset" in r
+               else (r.get("design", "regimes"), r["setting"], r["seed"], r["n_train"]))
         if key not in joined:
             joined[key] = {**r, "scores": dict(r["scores"]), "fit_s": dict(r["fit_s"]), "epochs": dict(r["epochs"])}
         else:
@@ -289,6 +311,29 @@ def cpu_models(paths: Sequence[Path | str], reports: list[dict[str, Any]]) -> di
     """Each input's CPU model. The same code and seed give other numbers on another kind of CPU (torch
     draws dropout masks through MKL on Intel CPUs only), so joined runs should share one."""
     return {str(p): rep.get("machine", {}).get("cpu_model") for p, rep in zip(paths, reports, strict=True)}
+
+
+#: the flags that change a fit: inputs joined by ``summary`` should share them
+RECIPE_FLAGS = ("epochs", "patience", "patience_steps", "batch_size", "lr", "d_embed", "hidden", "max_rows",
+                "n_features", "n_val", "n_test")
+
+
+def recipes(paths: Sequence[Path | str], reports: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each run input's training flags (:data:`RECIPE_FLAGS` that it records; summaries have none).
+    The real-table "re-run" of 2026-11-29 that seemed not to reproduce had been started without the grid's
+    ``--epochs 100 --patience 8 --batch-size auto`` (``multitab-real-repro-2026-11-29.json``)."""
+    return {str(p): {k: rep["settings"][k] for k in RECIPE_FLAGS if k in rep.get("settings", {})}
+            for p, rep in zip(paths, reports, strict=True) if "settings" in rep}
+
+
+def recipe_conflicts(recs: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
+    """The flags that two inputs both record with different values: ``{flag: [values]}``."""
+    out: dict[str, list[Any]] = {}
+    for k in RECIPE_FLAGS:
+        vals = [r[k] for r in recs.values() if k in r]
+        if len({json.dumps(v) for v in vals}) > 1:
+            out[k] = sorted({json.dumps(v) for v in vals})
+    return out
 
 
 def summarise(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -434,13 +479,18 @@ def main() -> None:
     if args.what == "summary":
         reps = [json.loads(p.read_text()) for p in args.inputs]
         grid_rows = require(merge([r for rep in reps for r in rep.get("grid", [])]), args.require)
-        real_rows = [r for rep in reps for r in rep.get("real", [])]
+        real_rows = require(merge([r for rep in reps for r in rep.get("real", [])]), args.require)
         twin_rows = [r for r in grid_rows if "mt_twin" in r["scores"]]
         machines = cpu_models(args.inputs, reps)
         if len(set(machines.values())) > 1:
             print(f"warning: the inputs ran on different CPUs {sorted(set(map(str, machines.values())))}; the same "
                   "seeded fit differs between them, so compare models within one host", file=sys.stderr)
+        recs = recipes(args.inputs, reps)
+        if conflicts := recipe_conflicts(recs):
+            print(f"warning: the inputs were run with different training flags {conflicts}; their scores are not "
+                  "runs of one recipe", file=sys.stderr)
         summary = {"benchmark": "multitab-summary", "inputs": [str(p) for p in args.inputs], "machines": machines,
+                   "recipes": recs, "recipe_conflicts": conflicts,
                    "required_models": args.require,
                    "grid": summarise(grid_rows, "setting") if grid_rows else None,
                    "grid_by_factor": by_factor(grid_rows) if grid_rows else None,

@@ -24,6 +24,8 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``epoch-fast``: the same with one encoder block (``n_layers=1``) beside the default (2026-11-29);
 * ``backbone-c``: round 3 of the backbone variants (one encoder block), chosen on validation;
 * ``ablations``: the paper's Table 2 ablations and the single-task twin with the default backbone;
+* ``pertask``: per-task model selection (``select="per_task"``) beside joint selection, the twin and MMoE;
+* ``pertask-all``: the same over all 18 settings (no twin at 3,000 rows);
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -53,6 +55,10 @@ ABLATIONS = "multitab-grid-sizes-ablations-summary-2026-11-29.json"
 BACKBONE_C = "multitab-backbone-c-2026-11-29.json"  # round 3: one encoder block (speed)
 EPOCH_FAST = "multitab-epoch-fast-2026-11-29.json"  # epoch time with one encoder block, side by side
 TIMING = "multitab-grid-sizes-timing-2026-11-28.json"
+#: per-task model selection on the grid's draws, joined with the committed joint-selection runs
+PERTASK = "multitab-grid-sizes-pertask-summary-2026-11-29.json"
+#: the same over all 18 settings (the 3,000-row ones too; no twin there)
+PERTASK_ALL = "multitab-grid-sizes-pertask-all-summary-2026-11-29.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
@@ -60,10 +66,13 @@ BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29/results.json"
 #: block name -> its result file
-BLOCKS = {"ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE",
-         "mt_single": "MultiTab-Net, one shared task token (F-/->T)", "mt_nomask": "MultiTab-Net, no task mask"}
+         "mt_single": "MultiTab-Net, one shared task token (F-/->T)", "mt_nomask": "MultiTab-Net, no task mask",
+         "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1": "MultiTab-Net, one block",
+         "mt_l1_pertask": "MultiTab-Net, one block, per-task selection", "mmoe_pertask": "MMoE, per-task selection",
+         "stl_pertask": "single-task MLP, own early stop per task"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
 
 
@@ -324,7 +333,46 @@ def render_epoch_fast() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
+def render_pertask(name: str = PERTASK) -> str:
+    """Per-task against joint model selection (two blocks, one block, MMoE) on the same grid draws: Δm
+    against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
+    s = _load(name)
+    g = s["grid"]["stl"]
+    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mmoe", "mmoe_pertask", "mt_twin",
+                          "stl_pertask") if m in g]
+    sizes = s["grid_by_factor"]["stl"]["n_train"]
+    levels = sorted(sizes, key=int)
+    tw, mm, own = s["grid"].get("mt_twin", {}), s["grid"].get("mmoe", {}), s["grid"].get("stl_pertask")
+    n_settings = len(s["grid_runs_per_setting"])
+    lines = [f"`benchmarks/results/{name}`: {n_settings} settings"
+             + ("" if n_settings == len(s["grid_settings"]) else f" of {len(s['grid_settings'])} ("
+                + ", ".join(f"{int(n):,}" for n in levels) + " training rows; partial)")
+             + f", {g[models[0]]['runs']} runs = settings x seeds, the grid's recipe and draws. Δm (%) mean ± std over "
+             "runs; settings > 0 = settings whose mean over seeds is > 0.", "",
+             "| model | Δm vs single-task MLP | settings > 0 | " + " | ".join(f"{int(n):,} rows" for n in levels)
+             + (" | vs single-task MultiTab-Net | settings > 0" if tw else "") + " | vs MMoE | settings > 0 |"
+             + (" vs MLP, own stop per task | settings > 0 |" if own else ""),
+             "| --- | --- | --- | " + " | ".join("---" for _ in levels) + (" | --- | ---" if tw else "")
+             + " | --- | --- |" + (" --- | --- |" if own else "")]
+
+    def rel(d: dict[str, Any], m: str) -> str:
+        return f"{_pm(d[m])} | {d[m]['settings_positive']} of {d[m]['settings']}" if m in d else "- | -"
+
+    for m in models:
+        o = g[m]
+        name = "**MultiTab-Net**, joint selection" if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
+        lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+                     + " | ".join(_pm(sizes[n][m]) for n in levels) + (f" | {rel(tw, m)}" if tw else "") + f" | {rel(mm, m)} |"
+                     + (f" {rel(own, m)} |" if own else ""))
+    stop = s.get("grid_stopping") or {}
+    if stop:
+        lines += ["", "Fits stopped early (before the epoch cap), median epochs: " + ", ".join(
+            f"{NAMES[m].strip('*')} {stop[m]['stopped_early']} of {stop[m]['fits']} ({stop[m]['median_epochs']:g})"
+            for m in models if m in stop and m != "mt_twin") + "."]
+    return "\n".join(lines)
+
+
+RENDER = {"pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
           "grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
           "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 

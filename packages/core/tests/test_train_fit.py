@@ -84,6 +84,25 @@ def test_early_stopping_restores_the_best_weights_and_counts_patience() -> None:
     assert res.val_losses[0] == (5, 3.0)
 
 
+def test_a_validator_can_say_itself_whether_it_improved() -> None:
+    # e.g. one snapshot per task: the loop keeps the weights of the last evaluation that improved on
+    # any of them and counts patience by ``improved``, whatever ``loss`` says
+    model, seen = _model(), []
+    flags = iter([True, False, True, False, False])
+
+    def validate(m: torch.nn.Module) -> Evaluation:
+        seen.append(_weights(m))
+        return Evaluation(float(len(seen)), improved=next(flags))  # a rising loss: never better by itself
+
+    res = fit(model, LinearTask(), FitConfig(max_epochs=50, patience=2, lr=1e-2), validate=validate)
+    assert res.stopped_early and res.epochs == 5 and res.best_epoch == 2
+    assert all(torch.equal(a, b) for a, b in zip(_weights(model), seen[2], strict=True))
+    # improved=None compares the loss as before
+    plain = fit(_model(), LinearTask(), FitConfig(max_epochs=50, patience=2, lr=1e-2),
+                validate=lambda m: Evaluation(1.0, improved=None))
+    assert plain.epochs == 3 and plain.best_epoch == 0
+
+
 def test_min_steps_holds_the_early_stop_but_keeps_the_best_weights() -> None:
     scores = iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
     cfg = FitConfig(max_steps=40, eval_every=5, patience=2, min_steps=30, lr=1e-2)

@@ -69,3 +69,16 @@ def test_numeric_only_tables_have_no_coded_tokens(values: list[float]) -> None:
     x_num, x_cat = FeatureEncoder().fit(X).transform(X)
     assert x_cat is None and x_num.shape == (len(values), 1) and np.isfinite(x_num).all()
     np.testing.assert_array_equal(x_num, TabularPreprocessor(clip=10.0, scaling="standard").fit_transform(X))
+
+
+@given(st.lists(st.sampled_from(["union", "non-union", "Yes", "No", "2. Married", "1. Never Married"]), min_size=2, max_size=30),
+       st.randoms(use_true_random=False))
+def test_category_codes_do_not_depend_on_row_order(values: list[str], rnd) -> None:
+    # a string column's codes come from its sorted categories, never from set / hash order: the same rows in
+    # another order (or another process's PYTHONHASHSEED) give every value the same code
+    X = np.array(values, dtype=object)[:, None]
+    shuffled = list(values)
+    rnd.shuffle(shuffled)
+    a, b = FeatureEncoder().fit(X), FeatureEncoder().fit(np.array(shuffled, dtype=object)[:, None])
+    assert a.pre.columns[0].categories == b.pre.columns[0].categories == tuple(sorted(set(values)))
+    np.testing.assert_array_equal(a.transform(X)[1], b.transform(X)[1])

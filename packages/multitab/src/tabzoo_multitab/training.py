@@ -19,8 +19,9 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.train.fit import Evaluation, FitConfig, FitResult, fit
 
 from tabzoo_multitab.config import TaskSpec
-from tabzoo_multitab.losses import multitask_loss
+from tabzoo_multitab.losses import multitask_loss, task_losses
 from tabzoo_multitab.metrics import task_metric
+from tabzoo_multitab.selection import PerTaskSelector
 
 __all__ = ["TaskData", "MultiTaskFit", "fit_model", "evaluate", "fit_temperatures", "select_context"]
 
@@ -177,7 +178,8 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
               task_weights: Sequence[float] | None = None, max_epochs: int = 100, batch_size: int = 256,
               lr: float = 1e-3, weight_decay: float = 1e-5, patience: int = 10, seed: int = 0,
               context: Any = None, progress: bool = False, grad_clip: float = 1.0,
-              monitor: str = "loss", schedule: str = "constant") -> FitResult:
+              monitor: str = "loss", schedule: str = "constant",
+              selector: PerTaskSelector | None = None) -> FitResult:
     """Adam with weight decay, through the core loop; after each epoch, the validation score:
     ``monitor="loss"`` = the validation loss (the training loss on the held-out rows: it rewards
     calibrated probabilities), ``"metric"`` = the mean per-task metric (AUC / EV, blind to
@@ -185,6 +187,12 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
     weights. Without ``val`` it trains ``max_epochs`` epochs. ``schedule="cosine"`` decays the
     learning rate from ``lr`` to 0 along a cosine over the ``max_epochs`` budget (per step);
     ``"constant"`` keeps ``lr``.
+
+    With a ``selector`` (per-task selection, :mod:`tabzoo_multitab.selection`), each task's own
+    validation score (its loss, or minus its metric, by ``monitor``) picks that task's weights in the
+    selector, and the run stops after ``patience`` epochs in which no task improved; the model itself
+    ends with the weights of the last epoch where some task improved. History rows then also hold
+    ``task_improved`` (per task).
 
     The result's ``history`` holds per epoch ``train_loss`` and, with ``val``, ``val_loss``,
     ``val_metrics`` (per task) and ``val_mean``; ``best_epoch`` is 0-based.
@@ -217,7 +225,11 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
             scores = [task_metric(t.kind, y[:, i], o.cpu().numpy()) for i, (t, o) in enumerate(zip(tasks, outs, strict=True))]
             mean = _mean(scores)
             loss = float(multitask_loss(outs, held_out.y, tasks, task_weights))
-            details = {"val_metrics": scores, "val_mean": mean, "val_loss": loss}
-            return Evaluation(loss if monitor == "loss" else -mean, details)
+            details: dict[str, Any] = {"val_metrics": scores, "val_mean": mean, "val_loss": loss}
+            if selector is None:
+                return Evaluation(loss if monitor == "loss" else -mean, details)
+            own = task_losses(outs, held_out.y, tasks).tolist() if monitor == "loss" else [-v for v in scores]
+            details["task_improved"] = improved = selector.update(m, own)
+            return Evaluation(loss if monitor == "loss" else -mean, details, improved=any(improved))
 
     return fit(model, MultiTaskFit(tasks, train, batch_size, seed, task_weights), cfg, validate=validate)

@@ -62,12 +62,16 @@ class Evaluation:
     """One validation: ``loss`` is the early-stopping criterion, lower is better (the validation
     loss, or minus a metric; NaN ranks below every number), ``details`` free-form (e.g. per-task
     metrics; a ``val_loss`` there overrides ``loss`` in :attr:`FitResult.history`), recorded with
-    the step and epoch it was made at."""
+    the step and epoch it was made at. ``improved``: a validator that keeps its own best weights
+    (e.g. one snapshot per task) says here whether this evaluation improved on any of them; the
+    loop then keeps these weights as its best and counts patience by it instead of comparing
+    ``loss``; ``None`` (default) = compare ``loss`` with the best's."""
 
     loss: float
     details: dict[str, Any] = field(default_factory=dict)
     step: int = 0
     epoch: int = 0
+    improved: bool | None = None
 
 
 #: a validator maps the model (in eval mode) to its validation loss, or to an :class:`Evaluation`
@@ -367,7 +371,8 @@ class _Fit:
         if bar is not None:
             bar.set_postfix(loss=f"{self.result.losses[-1]:.4f}" if self.result.losses else "-", val=f"{ev.loss:.4f}")
         best = self.result.best
-        if best is None or _rank(ev.loss) < _rank(best.loss) - self.cfg.min_delta:
+        if ev.improved if ev.improved is not None else (
+                best is None or _rank(ev.loss) < _rank(best.loss) - self.cfg.min_delta):
             self.result.best, self.since_best = ev, 0
             self.best_state = copy.deepcopy(self.model.state_dict())
             return False
