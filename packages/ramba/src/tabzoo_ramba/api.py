@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -180,8 +181,8 @@ class Ramba:
             its batches and dropout and, when this Ramba was built from ``config``, for its
             initialisation (a given model: every member starts from its weights); member 0 is the
             plain ``fit``. Each keeps its own best val state. Costs ``ensemble`` times the training
-            and prediction. A checkpoint of :attr:`model` holds member 0 only: save every model in
-            :attr:`members` to keep the ensemble.
+            and prediction. :meth:`save` keeps every member (a checkpoint of :attr:`model` alone
+            holds member 0 only).
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
@@ -250,6 +251,22 @@ class Ramba:
                      "sampler budget (SamplerConfig(max_rows=...))",
                      device=next(self.model.parameters()).device,
                      detail=f"{params:,} parameters; {min(batch_size, len(seqs))} sequences of {length} tokens")
+
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Save the binding (task, statistics, sampler, calibration) and every member of
+        :attr:`members` at stem ``path`` (:func:`tabzoo_ramba.persist.save_ramba`: safetensors +
+        JSON pairs, ``path.member{k}.*`` per member); refuses existing files unless ``overwrite``.
+        Returns the stem."""
+        from tabzoo_ramba.persist import save_ramba
+
+        return save_ramba(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, *, progress: bool = False) -> Ramba:
+        """A Ramba saved by :meth:`save`, every member loaded (same predictions as when saved)."""
+        from tabzoo_ramba.persist import load_ramba
+
+        return load_ramba(path, progress=progress)
 
     def predict(self, db: Any, seeds: Sequence[Seed]) -> np.ndarray:
         """Probabilities (classification) or values (regression) ``[n_seeds]``."""
