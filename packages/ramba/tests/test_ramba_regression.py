@@ -218,3 +218,31 @@ def test_an_ensemble_learns_the_skewed_target(shop: tuple[object, dict]) -> None
     constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
     r2 = r.evaluate(db, test)["value"]
     assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+
+
+def test_fit_checks_the_loss_options_before_any_work(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    with pytest.raises(TabzooInputError, match="loss 'l1'"):
+        _tiny().fit(db, TASK, split, steps=1, loss="l1")
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(TabzooInputError, match="huber_delta"):
+            _tiny().fit(db, TASK, split, steps=1, loss="huber", huber_delta=bad)
+
+
+def test_huber_fit_is_deterministic_and_its_delta_reaches_the_loss(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    kw = {"steps": 3, "batch_size": 16, "eval_every": 3, "loss": "huber"}
+    a, b = _tiny(seed=4).fit(db, TASK, split, **kw), _tiny(seed=4).fit(db, TASK, split, **kw)
+    c = _tiny(seed=4).fit(db, TASK, split, **kw, huber_delta=0.05)
+    seeds = split["test"].seeds
+    np.testing.assert_array_equal(a.predict(db, seeds), b.predict(db, seeds))
+    assert not np.allclose(a.predict(db, seeds), c.predict(db, seeds))
+
+
+def test_huber_fit_learns_the_skewed_target(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = _tiny().fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, loss="huber", huber_delta=2.0)
+    test = split["test"]
+    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
+    r2 = r.evaluate(db, test)["value"]
+    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)

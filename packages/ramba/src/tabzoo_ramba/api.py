@@ -165,12 +165,14 @@ class Ramba:
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
             lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False,
             weight_decay: float = 0.0, schedule: str = "constant", winsorize: float = 0.0,
-            head_init: bool = False, ensemble: int = 1) -> Ramba:
+            head_init: bool = False, ensemble: int = 1, huber_delta: float = 1.0) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
         :param loss: regression loss on the z-scored target, ``"mse"`` (default: R^2 scores the
             mean) or ``"huber"`` (see :func:`tabzoo_ramba.train.finetune`).
+        :param huber_delta: the Huber loss's threshold in z-units (standard deviations of the
+            training target; ``loss="huber"`` only).
         :param recalibrate: regression: map predictions by the least-squares line fitted on the
             val split's predictions (:func:`~tabzoo_ramba.train.linear_recalibration`; needs a val split).
         :param weight_decay, schedule, winsorize, head_init: the optional stabilisers of
@@ -186,8 +188,12 @@ class Ramba:
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
-                                  ("ensemble", ensemble, "positive_int")):
+                                  ("ensemble", ensemble, "positive_int"), ("huber_delta", huber_delta, "positive")):
             check_number(name, value, kind, where="Ramba.fit: ")
+        from tabzoo_ramba.train import REGRESSION_LOSSES
+
+        if loss not in REGRESSION_LOSSES:
+            raise TabzooInputError(f"Ramba.fit: loss {loss!r}; use one of {REGRESSION_LOSSES}")
         train, val = split["train"], split.get("val")
         classes = (0.0, 1.0) if task.kind == "classification" else None  # the task declares 0/1
         for part, sp in (("train", train), ("val", val)):
@@ -218,7 +224,7 @@ class Ramba:
                 member.load_state_dict(start)
             finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
                      steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=seed,
-                     progress=self.progress, encoder=self.encoder, loss=loss,
+                     progress=self.progress, encoder=self.encoder, loss=loss, huber_delta=huber_delta,
                      predict=self._member_predictor(member),  # its own val metric picks its best state
                      weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
             members.append(member.eval())
