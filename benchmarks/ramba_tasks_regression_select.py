@@ -348,8 +348,8 @@ def main() -> None:
     by_loss: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for loss in losses:
         fit_kw = parse_loss(loss)
-        for s in seeds:
-            for k in range(args.member_start, args.members):
+        for k in range(args.member_start, args.members):  # member-major: a run cut short has every seed's first ones
+            for s in seeds:
                 ms = s + MEMBER_STRIDE * k
                 r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler, seed=ms,
                           progress=False)
