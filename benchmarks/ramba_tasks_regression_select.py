@@ -273,6 +273,7 @@ def main() -> None:
     p.add_argument("--run-records", default="", help="with --summarise-only: JSONs of further training runs whose "
                    "load, time and cost records are kept")
     p.add_argument("--out", default=None)
+    p.add_argument("--note", default="", help="a remark kept in the JSON (e.g. what was stopped early)")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     losses = args.losses.split(",")
@@ -300,7 +301,7 @@ def main() -> None:
         "selector_rows": {"val": "the 300-row val draw (2013-02-01..15)",
                           "hold": f"{len(hold)} train-split rows (before 2013-02-01) outside the train draw",
                           "pool": "val and hold together"},
-        "load_average_at_start": load0}
+        "load_average_at_start": load0} | ({"note": args.note} if args.note else {})
     gb = gbdt_flat(bt, db, draw, hold, seeds)
     for k, v in gb.items():
         print(f"  {k}: {v['test_mean']:.4f} +- {v['test_std']:.4f} (recal {v['test_recal_mean']:.4f})", file=sys.stderr)
