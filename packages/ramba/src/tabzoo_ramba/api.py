@@ -207,7 +207,7 @@ class Ramba:
                                        f"split other than 'train' ({sorted(split)})")
         train, val, sel = split["train"], split.get("val"), split.get(select_on)
         classes = (0.0, 1.0) if task.kind == "classification" else None  # the task declares 0/1
-        for part in sorted(split):
+        for part in sorted({"train", "val", select_on, recalibrate_on} & set(split)):  # the parts fit reads
             check_target_values(f"split[{part!r}].y", split[part].y, task.kind, len(split[part].seeds), classes)
         if len(train) == 0:
             raise TabzooInputError("the train split is empty; choose a later val_start")
