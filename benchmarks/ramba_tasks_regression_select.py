@@ -333,6 +333,8 @@ def main() -> None:
         merged: dict[str, dict[int, list[dict[str, Any]]]] = {}
         for q in paths:
             for loss, bs in _load_preds(q).items():
+                if loss not in losses:  # --losses picks what is summarised
+                    continue
                 for s_, ms in bs.items():
                     merged.setdefault(loss, {}).setdefault(s_, []).extend(ms)
         meta["members"] = min(len(ms) for bs in merged.values() for ms in bs.values())

@@ -256,3 +256,36 @@ def _select_figures() -> list[tuple[str, str]]:
 def test_readme_select_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _select_ens_figures() -> list[tuple[str, str]]:
+    """The ensemble rows of the selection study (``ramba-tasks-regression-select-ens-2026-11-29.json``):
+    squared error, K members per seed, chosen on the val draw or the train-period hold-out."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-select-ens-2026-11-29.json").read_text())
+    k = d["members"]
+    sv, sh = d["selectors"]["val"]["estimators"], d["selectors"]["hold"]["estimators"]
+
+    def pm(e: dict) -> str:
+        return f"{e['test_mean']:.3f} +- {e['test_std']:.3f}"
+
+    out = [(f"ens row {est}", f"| {est} | {sv[f'mse/{est}']['sel_mean']:.3f} | {pm(sv[f'mse/{est}'])} | "
+            f"{sh[f'mse/{est}']['sel_mean']:.3f} | {pm(sh[f'mse/{est}'])} |") for est in _ens_rows(k)]
+    for s in ("val", "hold", "pool"):
+        c = d["selectors"][s]
+        out.append((f"ens chosen on {s}", f"on {s}: `{c['chosen']}`, test {c['chosen_test'][0]:.3f} +- "
+                                          f"{c['chosen_test'][1]:.3f}"))
+    loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
+    out.append(("ens load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    return out
+
+
+def _ens_rows(k: int) -> list[str]:
+    return ["single+recal", f"ens-{k}", f"ens-{k}+stretch", f"ens-{k}+recal", f"ens-{k}-snap",
+            f"ens-{k}-snap+stretch", f"ens-{k}-snap+recal"]
+
+
+@pytest.mark.parametrize(("what", "text"), _select_ens_figures()
+                         if (RESULTS / "ramba-tasks-regression-select-ens-2026-11-29.json").exists() else [])
+def test_readme_select_ensemble_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
