@@ -219,10 +219,10 @@ def gbdt_flat(bt: Any, db: Any, draw: dict[str, Any], hold: Any, seeds: list[int
             mdl = lgb.LGBMRegressor(n_estimators=1000, subsample=0.8, subsample_freq=1, colsample_bytree=0.8,
                                     random_state=s, n_jobs=1, verbose=-1, **params)
             mdl.fit(x["train"], yy["train"], eval_X=(xs,), eval_y=(ys,), callbacks=[lgb.early_stopping(50, verbose=False)])
-            a, b = linear_recalibration(mdl.predict(xs), ys)
-            runs.append({"seed": s, "test": r2(yy["test"], mdl.predict(x["test"])),
-                         "test_recal": r2(yy["test"], a * mdl.predict(x["test"]) + b), "recal": [a, b],
-                         "sel": r2(ys, mdl.predict(xs)), "n_trees": int(mdl.best_iteration_ or 0)})
+            p_sel, p_test = np.asarray(mdl.predict(xs)), np.asarray(mdl.predict(x["test"]))
+            a, b = linear_recalibration(p_sel, ys)
+            runs.append({"seed": s, "test": r2(yy["test"], p_test), "test_recal": r2(yy["test"], a * p_test + b),
+                         "recal": [a, b], "sel": r2(ys, p_sel), "n_trees": int(mdl.best_iteration_ or 0)})
         out[f"lightgbm-flat-es-{sname}"] = {"params": params, "runs": runs}
         for key in ("test", "test_recal"):
             t = np.array([r[key] for r in runs])
@@ -275,7 +275,7 @@ def main() -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--note", default="", help="a remark kept in the JSON (e.g. what was stopped early)")
     args = p.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = [int(x) for x in args.seeds.split(",")]
     losses = args.losses.split(",")
     bt = get_task(args.task)
     t0, load0 = time.time(), list(os.getloadavg())
@@ -303,8 +303,8 @@ def main() -> None:
                           "pool": "val and hold together"},
         "load_average_at_start": load0} | ({"note": args.note} if args.note else {})
     gb = gbdt_flat(bt, db, draw, hold, seeds)
-    for k, v in gb.items():
-        print(f"  {k}: {v['test_mean']:.4f} +- {v['test_std']:.4f} (recal {v['test_recal_mean']:.4f})", file=sys.stderr)
+    for name, v in gb.items():
+        print(f"  {name}: {v['test_mean']:.4f} +- {v['test_std']:.4f} (recal {v['test_recal_mean']:.4f})", file=sys.stderr)
 
     def save(by_loss: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, Any]:
         out = meta | {"selectors": summarise(y, m, by_loss, args.eval_every, ks), "peers": gb,
@@ -353,11 +353,11 @@ def main() -> None:
         fit_kw = parse_loss(loss)
         for k in range(args.member_start, args.members):  # member-major: a run cut short has every seed's first ones
             for s in seeds:
-                ms = s + MEMBER_STRIDE * k
-                r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler, seed=ms,
+                member_seed = s + MEMBER_STRIDE * k
+                r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler, seed=member_seed,
                           progress=False)
                 r.task, r.stats = base.task, base.stats
-                mb = train_member(r, seqs, draw["train"].y, draw["val"].y, mu, sd, ms, args, fit_kw)
+                mb = train_member(r, seqs, draw["train"].y, draw["val"].y, mu, sd, member_seed, args, fit_kw)
                 by_loss.setdefault(loss, {}).setdefault(s, []).append(mb)
                 i = _best(y, mb, ("val",), args.eval_every)
                 print(f"{loss} seed {s} member {k}: step {mb['steps'][i]} val {r2(y['val'], mb['val'][i]):.4f} "

@@ -242,7 +242,7 @@ class Ramba:
         self.members = members
         if recalibrate and task.kind == "regression" and cal is not None:
             self.model.eval()
-            ca = va if recalibrate_on == select_on else self._seqs(db, cal.seeds)
+            ca = va if recalibrate_on == select_on and va is not None else self._seqs(db, cal.seeds)
             self.calibration = linear_recalibration(self._predict_seqs(ca), cal.y)
         return self
 
