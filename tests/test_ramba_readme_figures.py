@@ -215,3 +215,79 @@ def _averaging_figures() -> list[tuple[str, str]]:
 def test_readme_averaging_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+SELECT_ROWS = [(loss, est) for loss in ("mse", "huber:1", "huber:2")
+               for est in ("single", "single+recal", "snap+stretch", "snap+recal")]
+
+
+def _select_figures() -> list[tuple[str, str]]:
+    """The robust-loss and selection-set rows (``ramba_tasks_regression_select.py``) on the
+    small-budget draws of ``nyc-arr-delay``: each estimator chosen on the val draw and on the
+    train-period hold-out, and the flat LightGBM peers early-stopped on each."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-select-2026-11-29.json").read_text())
+    sv, sh = d["selectors"]["val"]["estimators"], d["selectors"]["hold"]["estimators"]
+
+    def pm(e: dict) -> str:
+        return f"{e['test_mean']:.3f} +- {e['test_std']:.3f}"
+
+    out = [(f"select row {loss}/{est}", f"| {loss} | {est} | {sv[f'{loss}/{est}']['sel_mean']:.3f} | "
+            f"{pm(sv[f'{loss}/{est}'])} | {sh[f'{loss}/{est}']['sel_mean']:.3f} | {pm(sh[f'{loss}/{est}'])} |")
+           for loss, est in SELECT_ROWS]
+    h05 = d["selectors"]["val"]["estimators"]["huber:0.5/single"]["runs"][0]
+    out.append(("huber 0.5 seed 0", f"d = 0.5 on seed 0 only: val {h05['val']:.3f}, test {h05['test']:.3f}"))
+    out.append(("means", f"mean delay {d['means']['hold']:.1f} minutes, against {d['means']['val']:.1f} in the val "
+                         f"draw, {d['means']['train']:.1f} in train and {d['means']['test']:.1f} in test"))
+    for s in ("val", "hold", "pool"):
+        c = d["selectors"][s]
+        out.append((f"chosen on {s}", f"on {s}: `{c['chosen']}`, test {c['chosen_test'][0]:.3f} +- "
+                                      f"{c['chosen_test'][1]:.3f}"))
+    p = d["peers"]
+    out.append(("lightgbm peers", "LightGBM on the flattened rows early-stopped on val / hold / both: "
+                + " / ".join(f"{p[f'lightgbm-flat-es-{s}']['test_mean']:.3f}" for s in ("val", "hold", "pool"))
+                + ", mapped by the line fitted on the same rows "
+                + " / ".join(f"{p[f'lightgbm-flat-es-{s}']['test_recal_mean']:.3f}" for s in ("val", "hold", "pool"))))
+    loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
+    out.append(("load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    return out
+
+
+@pytest.mark.parametrize(("what", "text"), _select_figures())
+def test_readme_select_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _select_ens_figures() -> list[tuple[str, str]]:
+    """The ensemble rows of the selection study (``ramba-tasks-regression-select-ens-2026-11-29.json``):
+    squared error, K members per seed, chosen on the val draw or the train-period hold-out."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-select-ens-2026-11-29.json").read_text())
+    k = d["members"]
+    sv, sh = d["selectors"]["val"]["estimators"], d["selectors"]["hold"]["estimators"]
+
+    def pm(e: dict) -> str:
+        return f"{e['test_mean']:.3f} +- {e['test_std']:.3f}"
+
+    out = [(f"ens row {est}", f"| {est} | {sv[f'mse/{est}']['sel_mean']:.3f} | {pm(sv[f'mse/{est}'])} | "
+            f"{sh[f'mse/{est}']['sel_mean']:.3f} | {pm(sh[f'mse/{est}'])} |") for est in _ens_rows(k)]
+    for s in ("val", "hold", "pool"):
+        c = d["selectors"][s]
+        out.append((f"ens chosen on {s}", f"on {s}: `{c['chosen']}`, test {c['chosen_test'][0]:.3f} +- "
+                                          f"{c['chosen_test'][1]:.3f}"))
+    hold = d["selectors"]["hold"]
+    runs = hold["estimators"][hold["chosen"]]["runs"]
+    out.append(("ens chosen on hold per seed", "per seed " + " / ".join(f"{r['test']:.3f}" for r in runs)))
+    loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
+    out.append(("ens load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    return out
+
+
+def _ens_rows(k: int) -> list[str]:
+    return ["single+recal", f"ens-{k}", f"ens-{k}+stretch", f"ens-{k}+recal", f"ens-{k}-snap",
+            f"ens-{k}-snap+stretch", f"ens-{k}-snap+recal"]
+
+
+@pytest.mark.parametrize(("what", "text"), _select_ens_figures())
+def test_readme_select_ensemble_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"

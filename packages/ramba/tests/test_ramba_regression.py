@@ -218,3 +218,59 @@ def test_an_ensemble_learns_the_skewed_target(shop: tuple[object, dict]) -> None
     constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
     r2 = r.evaluate(db, test)["value"]
     assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+
+
+def test_fit_checks_the_loss_options_before_any_work(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    with pytest.raises(TabzooInputError, match="loss 'l1'"):
+        _tiny().fit(db, TASK, split, steps=1, loss="l1")
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(TabzooInputError, match="huber_delta"):
+            _tiny().fit(db, TASK, split, steps=1, loss="huber", huber_delta=bad)
+
+
+def test_huber_fit_is_deterministic_and_its_delta_reaches_the_loss(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    kw = {"steps": 3, "batch_size": 16, "eval_every": 3, "loss": "huber"}
+    a, b = _tiny(seed=4).fit(db, TASK, split, **kw), _tiny(seed=4).fit(db, TASK, split, **kw)
+    c = _tiny(seed=4).fit(db, TASK, split, **kw, huber_delta=0.05)
+    seeds = split["test"].seeds
+    np.testing.assert_array_equal(a.predict(db, seeds), b.predict(db, seeds))
+    assert not np.allclose(a.predict(db, seeds), c.predict(db, seeds))
+
+
+def test_huber_fit_learns_the_skewed_target(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    r = _tiny().fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, loss="huber", huber_delta=2.0)
+    test = split["test"]
+    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
+    r2 = r.evaluate(db, test)["value"]
+    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+
+
+def test_recalibrate_on_a_hold_out_split_fits_the_line_there(shop: tuple[object, dict]) -> None:
+    from tabzoo_ramba import Split
+
+    db, split = shop
+    tr = split["train"]
+    cut = len(tr) * 3 // 4  # the last quarter of the training period, kept out of training
+    parts = {"train": Split(tr.seeds[:cut], tr.y[:cut]), "val": split["val"], "hold": Split(tr.seeds[cut:], tr.y[cut:])}
+    r = _tiny(seed=5).fit(db, TASK, parts, steps=2, batch_size=16, eval_every=2, recalibrate=True,
+                          recalibrate_on="hold")
+    raw = Ramba(r.model, sampler=r.sampler, progress=False)
+    raw.task, raw.stats = r.task, r.stats
+    assert r.calibration == pytest.approx(linear_recalibration(raw.predict(db, parts["hold"].seeds), parts["hold"].y))
+    assert r.calibration != pytest.approx(linear_recalibration(raw.predict(db, parts["val"].seeds), parts["val"].y))
+
+
+def test_select_on_names_the_split_that_picks_the_state(shop: tuple[object, dict]) -> None:
+    db, split = shop
+    kw = {"steps": 4, "batch_size": 16, "eval_every": 2}
+    same = _tiny(seed=6).fit(db, TASK, split | {"hold": split["val"]}, select_on="hold", **kw)
+    plain = _tiny(seed=6).fit(db, TASK, split, **kw)
+    seeds = split["test"].seeds
+    np.testing.assert_array_equal(same.predict(db, seeds), plain.predict(db, seeds))
+    for name in ("select_on", "recalibrate_on"):
+        for bad in ("train", "nope", 3):
+            with pytest.raises(TabzooInputError, match=name):
+                _tiny().fit(db, TASK, split, steps=1, **{name: bad})  # type: ignore[arg-type]

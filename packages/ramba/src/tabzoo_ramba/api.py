@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -164,14 +165,23 @@ class Ramba:
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
             lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False,
             weight_decay: float = 0.0, schedule: str = "constant", winsorize: float = 0.0,
-            head_init: bool = False, ensemble: int = 1) -> Ramba:
-        """Fine-tune on ``split["train"]`` (best state on ``split["val"]`` when present). Statistics
+            head_init: bool = False, ensemble: int = 1, huber_delta: float = 1.0, select_on: str = "val",
+            recalibrate_on: str = "val") -> Ramba:
+        """Fine-tune on ``split["train"]`` (best state on ``split[select_on]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
         :param loss: regression loss on the z-scored target, ``"mse"`` (default: R^2 scores the
             mean) or ``"huber"`` (see :func:`tabzoo_ramba.train.finetune`).
+        :param huber_delta: the Huber loss's threshold in z-units (standard deviations of the
+            training target; ``loss="huber"`` only).
         :param recalibrate: regression: map predictions by the least-squares line fitted on the
-            val split's predictions (:func:`~tabzoo_ramba.train.linear_recalibration`; needs a val split).
+            predictions of ``split[recalibrate_on]`` (:func:`~tabzoo_ramba.train.linear_recalibration`;
+            needs that split with >= 2 seeds).
+        :param select_on, recalibrate_on: the keys of ``split`` whose seeds pick each member's best
+            state and fit the recalibration line (default ``"val"``). E.g. ``"hold"`` for rows of the
+            training period kept out of ``split["train"]``: on ``nyc-arr-delay`` a line fitted on
+            such rows carried over to the test period better than one fitted on the val period
+            (README, regression notes). A key other than ``"train"`` / ``"val"`` must be given.
         :param weight_decay, schedule, winsorize, head_init: the optional stabilisers of
             :func:`tabzoo_ramba.train.finetune` (off by default; see the README's regression notes
             for what they did on ``nyc-arr-delay``).
@@ -179,28 +189,36 @@ class Ramba:
             logits, before the inverse z-score / sigmoid). Member ``k`` uses seed ``seed + 1000 k`` for
             its batches and dropout and, when this Ramba was built from ``config``, for its
             initialisation (a given model: every member starts from its weights); member 0 is the
-            plain ``fit``. Each keeps its own best val state. Costs ``ensemble`` times the training
-            and prediction. A checkpoint of :attr:`model` holds member 0 only: save every model in
-            :attr:`members` to keep the ensemble.
+            plain ``fit``. Each keeps its own best state on ``split[select_on]``. Costs ``ensemble`` times the training
+            and prediction. :meth:`save` keeps every member (a checkpoint of :attr:`model` alone
+            holds member 0 only).
         """
         for name, value, kind in (("steps", steps, "positive_int"), ("batch_size", batch_size, "positive_int"),
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
-                                  ("ensemble", ensemble, "positive_int")):
+                                  ("ensemble", ensemble, "positive_int"), ("huber_delta", huber_delta, "positive")):
             check_number(name, value, kind, where="Ramba.fit: ")
-        train, val = split["train"], split.get("val")
+        from tabzoo_ramba.train import REGRESSION_LOSSES
+
+        if loss not in REGRESSION_LOSSES:
+            raise TabzooInputError(f"Ramba.fit: loss {loss!r}; use one of {REGRESSION_LOSSES}")
+        for name, key in (("select_on", select_on), ("recalibrate_on", recalibrate_on)):
+            if not isinstance(key, str) or key == "train" or (key != "val" and key not in split):
+                raise TabzooInputError(f"Ramba.fit: {name}={key!r} names no held-out split; use 'val' or a key of "
+                                       f"split other than 'train' ({sorted(split)})")
+        train, val, sel = split["train"], split.get("val"), split.get(select_on)
         classes = (0.0, 1.0) if task.kind == "classification" else None  # the task declares 0/1
-        for part, sp in (("train", train), ("val", val)):
-            if sp is not None:
-                check_target_values(f"split[{part!r}].y", sp.y, task.kind, len(sp.seeds), classes)
+        for part in sorted({"train", "val", select_on, recalibrate_on} & set(split)):  # the parts fit reads
+            check_target_values(f"split[{part!r}].y", split[part].y, task.kind, len(split[part].seeds), classes)
         if len(train) == 0:
             raise TabzooInputError("the train split is empty; choose a later val_start")
-        if recalibrate and (val is None or len(val) < 2):
-            raise TabzooInputError("recalibrate=True fits the line on the val split: pass split['val'] with "
+        cal = split.get(recalibrate_on)
+        if recalibrate and (cal is None or len(cal) < 2):
+            raise TabzooInputError(f"recalibrate=True fits the line on split[{recalibrate_on!r}] (default: the val split): pass it with "
                                    ">= 2 seeds, or recalibrate=False")
         cutoff = val.seeds[0][2] if val is not None and len(val) else train.seeds[-1][2]
         self.bind(db, task, cutoff)
         tr = self._seqs(db, train.seeds)
-        va = self._seqs(db, val.seeds) if val is not None and len(val) else None
+        va = self._seqs(db, sel.seeds) if sel is not None and len(sel) else None
         self._check_memory(tr, batch_size)
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
         start = None if self._fresh or ensemble == 1 else copy.deepcopy(self.model.state_dict())
@@ -215,16 +233,17 @@ class Ramba:
                 assert start is not None
                 member = copy.deepcopy(self.model)
                 member.load_state_dict(start)
-            finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if val is None else val.y,
+            finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if sel is None else sel.y,
                      steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=seed,
-                     progress=self.progress, encoder=self.encoder, loss=loss,
+                     progress=self.progress, encoder=self.encoder, loss=loss, huber_delta=huber_delta,
                      predict=self._member_predictor(member),  # its own val metric picks its best state
                      weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
             members.append(member.eval())
         self.members = members
-        if recalibrate and task.kind == "regression" and va is not None and val is not None:
+        if recalibrate and task.kind == "regression" and cal is not None:
             self.model.eval()
-            self.calibration = linear_recalibration(self._predict_seqs(va), val.y)
+            ca = va if recalibrate_on == select_on and va is not None else self._seqs(db, cal.seeds)
+            self.calibration = linear_recalibration(self._predict_seqs(ca), cal.y)
         return self
 
     def _member_predictor(self, member: RambaModel) -> Callable[[Sequence[Seq]], np.ndarray]:
@@ -250,6 +269,22 @@ class Ramba:
                      "sampler budget (SamplerConfig(max_rows=...))",
                      device=next(self.model.parameters()).device,
                      detail=f"{params:,} parameters; {min(batch_size, len(seqs))} sequences of {length} tokens")
+
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Save the binding (task, statistics, sampler, calibration) and every member of
+        :attr:`members` at stem ``path`` (:func:`tabzoo_ramba.persist.save_ramba`: safetensors +
+        JSON pairs, ``path.member{k}.*`` per member); refuses existing files unless ``overwrite``.
+        Returns the stem."""
+        from tabzoo_ramba.persist import save_ramba
+
+        return save_ramba(self, path, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: str | Path, *, progress: bool = False) -> Ramba:
+        """A Ramba saved by :meth:`save`, every member loaded (same predictions as when saved)."""
+        from tabzoo_ramba.persist import load_ramba
+
+        return load_ramba(path, progress=progress)
 
     def predict(self, db: Any, seeds: Sequence[Seed]) -> np.ndarray:
         """Probabilities (classification) or values (regression) ``[n_seeds]``."""
