@@ -284,7 +284,7 @@ class Ramba:
         """A Ramba saved by :meth:`save`, every member loaded (same predictions as when saved)."""
         from tabzoo_ramba.persist import load_ramba
 
-        return load_ramba(path, progress=progress)
+        return load_ramba(cls, path, progress=progress)
 
     def predict(self, db: Any, seeds: Sequence[Seed]) -> np.ndarray:
         """Probabilities (classification) or values (regression) ``[n_seeds]``."""

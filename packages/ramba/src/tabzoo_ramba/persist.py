@@ -98,15 +98,15 @@ def save_ramba(r: Ramba, path: str | Path, *, overwrite: bool = False) -> Path:
     return stem
 
 
-def load_ramba(path: str | Path, *, progress: bool = False) -> Ramba:
-    """Load a Ramba saved by :func:`save_ramba` (every member; eval mode).
+def load_ramba(cls: type[Ramba], path: str | Path, *, progress: bool = False) -> Ramba:
+    """Load a Ramba saved by :func:`save_ramba` (every member; eval mode), built as ``cls``
+    (:class:`~tabzoo_ramba.api.Ramba`, passed in by :meth:`Ramba.load`, so this module never imports it).
 
     :raises CheckpointError: the state or a member file is missing, corrupt, of another kind, or
         not the member that was saved.
     """
     from tabzoo.checkpoint import load_model, load_state
 
-    from tabzoo_ramba.api import Ramba
     from tabzoo_ramba.model import RambaModel
 
     stem = _stem(path)
@@ -128,7 +128,7 @@ def load_ramba(path: str | Path, *, progress: bool = False) -> Ramba:
         models.append(load_model(ms, build=RambaModel, architecture="ramba").eval())
     if not models:
         raise CheckpointError(f"{stem}.json lists no members; save the Ramba again")
-    r = Ramba(models[0], sampler=SamplerConfig(**state["sampler"]), seed=int(state["seed"]), progress=progress)
+    r = cls(models[0], sampler=SamplerConfig(**state["sampler"]), seed=int(state["seed"]), progress=progress)
     r.members = models
     t = state["task"]
     r.task = RelationalTask(t["entity_table"], t["target"], t["kind"], horizon_s=t["horizon_s"],
