@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-import tabzoo_orion_msp.estimators as est_mod
 from sklearn.datasets import load_breast_cancer
 from tabzoo.errors import TabzooInputError
 from tabzoo.train import FineTune
 from tabzoo_orion_msp.estimators import OrionMSPClassifier
 from tabzoo_orion_msp.fine_tune import AUTO_FINE_TUNE_ROWS, auto_fine_tune, auto_record
-
-#: the rule's decision, with a few tiny steps instead of the core's 100 (tests stay fast)
-_real_rule = auto_fine_tune
-
-
-def _small_rule(n_rows: int) -> FineTune | None:
-    cfg = _real_rule(n_rows)
-    return (
-        None
-        if cfg is None
-        else dataclasses.replace(
-            cfg, steps=4, eval_every=2, context_size=64, query_size=32, progress=False
-        )
-    )
 
 
 def test_the_rule_is_on_up_to_the_bound_and_off_above() -> None:
@@ -66,10 +49,9 @@ def test_auto_above_the_bound_does_not_fine_tune_and_predicts_as_off() -> None:
     np.testing.assert_array_equal(auto.predict_proba(x[:30]), off.predict_proba(x[:30]))
 
 
-def test_auto_below_the_bound_fine_tunes_deterministically_and_save_load_keep_it(
-    monkeypatch, tmp_path
-) -> None:
-    monkeypatch.setattr(est_mod, "auto_fine_tune", _small_rule)
+# the rule's decision, with a few tiny steps (the conftest fixture)
+@pytest.mark.usefixtures("few_auto_fine_tune_steps")
+def test_auto_below_the_bound_fine_tunes_deterministically_and_save_load_keep_it(tmp_path) -> None:
     x, y = load_breast_cancer(return_X_y=True)
     x, y = x[:160], y[:160]
 
