@@ -211,3 +211,24 @@ def test_load_weights_refuses_missing_and_unexpected_keys_with_the_callers_error
         load_weights(model, bad, what="ckpt", target="the model", fix="Fix it.")
     with pytest.raises(TabzooInputError, match="does not fit"):
         load_weights(model, bad, what="init_from='x'", target="the model", fix="", error=TabzooInputError)
+
+
+def test_checkpoint_stem_drops_only_the_pair_suffixes(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import checkpoint_stem
+
+    for name in ("m", "m.json", "m.safetensors"):
+        assert checkpoint_stem(tmp_path / name) == tmp_path / "m"
+    assert checkpoint_stem(tmp_path / "m.v2") == tmp_path / "m.v2"
+
+
+def test_refuse_existing_names_the_files_unless_overwrite(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import refuse_existing
+    from tabzoo.errors import TabzooInputError
+
+    there, absent = tmp_path / "a.json", tmp_path / "b.json"
+    there.write_text("{}")
+    assert refuse_existing([absent], overwrite=False) == []
+    with pytest.raises(TabzooInputError, match=r"a\.json already exist\(s\).*overwrite=True"):
+        refuse_existing([there, absent], overwrite=False)
+    assert refuse_existing([there, absent], overwrite=True) == [there]
+    assert there.exists()  # it only reports: the caller decides what to replace

@@ -34,11 +34,6 @@ __all__ = ["load_estimator", "save_estimator"]
 ARCHITECTURE = "npt"
 
 
-def _stem(path: str | Path) -> Path:
-    stem = Path(path)
-    return stem.with_suffix("") if stem.suffix in {".json", ".safetensors"} else stem
-
-
 def _files(stem: Path) -> list[Path]:
     model = stem.with_name(stem.name + ".model")
     return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
@@ -63,14 +58,11 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
 
     :raises TabzooInputError: a file of the pair exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import save_checkpoint, save_state
+    from tabzoo.checkpoint import checkpoint_stem, refuse_existing, save_checkpoint, save_state
 
     check_is_fitted(est, "model_")
-    stem = _stem(path)
-    existing = [str(p) for p in _files(stem) if p.exists()]
-    if existing and not overwrite:
-        raise TabzooInputError(f"{', '.join(existing)} already exist(s); a saved model is never replaced silently. "
-                               "Pass overwrite=True to replace it, or choose another path.")
+    stem = checkpoint_stem(path)
+    refuse_existing(_files(stem), overwrite=overwrite)
     encoder: TableEncoder = est.encoder_
     fitted: dict[str, Any] = {"targets": list(est.targets_)}
     if hasattr(est, "classes_"):
@@ -97,9 +89,9 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
 
 def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
     """Load an estimator of class ``cls`` saved by :func:`save_estimator` (``device`` overrides the saved one)."""
-    from tabzoo.checkpoint import load_checkpoint, load_state, load_weights
+    from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_state, load_weights
 
-    stem = _stem(path)
+    stem = checkpoint_stem(path)
     state = load_state(stem)
     params = dict(state["params"])
     if device is not None:

@@ -21,7 +21,8 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tabzoo.errors import CheckpointError, NotFittedError, TabzooInputError
+from tabzoo.checkpoint import checkpoint_stem
+from tabzoo.errors import CheckpointError, NotFittedError
 
 from tabzoo_ramba.data import RelationalTask
 from tabzoo_ramba.sampling import SamplerConfig
@@ -36,14 +37,9 @@ __all__ = ["FORMAT", "load_ramba", "member_stem", "save_ramba"]
 FORMAT = "tabzoo-ramba/1"
 
 
-def _stem(path: str | Path) -> Path:
-    stem = Path(path)
-    return stem.with_suffix("") if stem.suffix in {".json", ".safetensors"} else stem
-
-
 def member_stem(path: str | Path, k: int) -> Path:
     """The checkpoint stem of member ``k`` of the Ramba saved at ``path``."""
-    stem = _stem(path)
+    stem = checkpoint_stem(path)
     return stem.with_name(f"{stem.name}.member{k}")
 
 
@@ -65,15 +61,12 @@ def save_ramba(r: Ramba, path: str | Path, *, overwrite: bool = False) -> Path:
     :raises NotFittedError: ``r`` is not bound to a task.
     :raises TabzooInputError: a file of the save exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import save_checkpoint, save_state
+    from tabzoo.checkpoint import refuse_existing, save_checkpoint, save_state
 
     if r.task is None or r.stats is None:
         raise NotFittedError("the Ramba is not bound to a task: call fit(...) or bind(...) before save")
-    stem = _stem(path)
-    existing = [p for p in (*_pair(stem), *_members_on_disk(stem)) if p.exists()]
-    if existing and not overwrite:
-        raise TabzooInputError(f"{', '.join(map(str, existing))} already exist(s); a saved model is never replaced "
-                               "silently. Pass overwrite=True to replace it, or choose another path.")
+    stem = checkpoint_stem(path)
+    existing = refuse_existing((*_pair(stem), *_members_on_disk(stem)), overwrite=overwrite)
     if r.model is not r.members[0]:  # the model was replaced after fit: it alone predicts (as in predict)
         r.members = [r.model]
     for p in existing:  # an overwrite: no member of the earlier save survives
@@ -109,7 +102,7 @@ def load_ramba(cls: type[Ramba], path: str | Path, *, progress: bool = False) ->
 
     from tabzoo_ramba.model import RambaModel
 
-    stem = _stem(path)
+    stem = checkpoint_stem(path)
     meta = _meta(stem)
     if meta.get("extra", {}).get("format") != FORMAT:
         raise CheckpointError(f"{stem}.json is not a saved Ramba ({FORMAT}); load a single model checkpoint with "

@@ -17,18 +17,14 @@ from tabzoo.errors import CheckpointError
 __all__ = ["load_estimator", "saved_class"]
 
 
-def _stem(path: str | Path) -> Path:
-    stem = Path(path)
-    return stem.with_suffix("") if stem.suffix in {".json", ".safetensors"} else stem
-
-
 def saved_class(path: str | Path) -> Any:
     """The estimator class named by the fitted state at stem ``path``."""
+    from tabzoo.checkpoint import checkpoint_stem
     from tabzoo.checkpoint.io import read_json
     from tabzoo.estimators.base import InContextEstimator
     from tabzoo.plugins import resolve_object
 
-    stem = _stem(path)
+    stem = checkpoint_stem(path)
     meta = read_json(stem.with_name(stem.name + ".json"))
     name = (meta.get("extra") or {}).get("estimator")
     if not isinstance(name, str) or ":" not in name:
@@ -52,7 +48,9 @@ def load_estimator(path: str | Path, device: str | None = None) -> Any:
     :param device: overrides the saved device (workers without a GPU: ``"cpu"``).
     :raises CheckpointError: a missing or corrupt pair, or a state that names no in-context estimator.
     """
-    stem = _stem(path)
+    from tabzoo.checkpoint import checkpoint_stem
+
+    stem = checkpoint_stem(path)
     meta = stem.with_name(stem.name + ".json")
     mtime = meta.stat().st_mtime if meta.exists() else 0.0
     return _load(str(stem), mtime, device)

@@ -39,7 +39,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,21 +58,39 @@ from tabzoo.checkpoint.io import (
     unflatten_state,
 )
 from tabzoo.checkpoint.validate import DIGEST, check_build, check_config, check_digest, meta_digest
-from tabzoo.errors import CheckpointError, TabzooError
+from tabzoo.errors import CheckpointError, TabzooError, TabzooInputError
 
 FORMAT = "tabzoo-checkpoint/2"
 STATE_FORMAT = "tabzoo-state/1"
 _READS = {FORMAT: True, "tabzoo-checkpoint/1": False, STATE_FORMAT: False}
 """Formats read, and whether their JSON must carry a ``digest`` (format 1 predates it)."""
 
-__all__ = ["FORMAT", "STATE_FORMAT", "Checkpoint", "load_checkpoint", "load_model", "load_state", "load_weights",
-           "package_of", "save_checkpoint", "save_state"]
+__all__ = ["FORMAT", "STATE_FORMAT", "Checkpoint", "checkpoint_stem", "load_checkpoint", "load_model", "load_state",
+           "load_weights", "package_of", "refuse_existing", "save_checkpoint", "save_state"]
+
+
+def checkpoint_stem(path: str | Path) -> Path:
+    """The stem of a checkpoint pair: ``path`` without a ``.safetensors`` / ``.json`` suffix."""
+    p = Path(path)
+    return p.with_suffix("") if p.suffix in {".safetensors", ".json"} else p
 
 
 def _paths(path: str | Path) -> tuple[Path, Path]:
-    p = Path(path)
-    stem = p.with_suffix("") if p.suffix in {".safetensors", ".json"} else p
+    stem = checkpoint_stem(path)
     return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
+
+
+def refuse_existing(paths: Iterable[Path], *, overwrite: bool) -> list[Path]:
+    """The files of ``paths`` that exist; without ``overwrite`` any of them is refused, so a saved
+    model is never replaced silently.
+
+    :raises TabzooInputError: some file exists and ``overwrite`` is false.
+    """
+    existing = [p for p in paths if p.exists()]
+    if existing and not overwrite:
+        raise TabzooInputError(f"{', '.join(map(str, existing))} already exist(s); a saved model is never replaced "
+                               "silently. Pass overwrite=True to replace it, or choose another path.")
+    return existing
 
 
 @dataclass

@@ -296,12 +296,10 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         :func:`tabzoo.checkpoint.save_state`) and ``<path>.model.safetensors`` + ``.json`` (the
         model, via :func:`tabzoo.checkpoint.save_checkpoint`). Returns the stem.
         """
-        from tabzoo.checkpoint import save_checkpoint, save_state
+        from tabzoo.checkpoint import checkpoint_stem, save_checkpoint, save_state
 
         check_is_fitted(self, "preprocessor_")
-        stem = Path(path)
-        if stem.suffix in {".json", ".safetensors"}:
-            stem = stem.with_suffix("")
+        stem = checkpoint_stem(path)
         # a dataclass parameter (e.g. fine_tune=FineTune(...)) is stored as its dict, which the class accepts back
         params = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
                   for k, v in self.get_params(deep=False).items()}
@@ -331,11 +329,9 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
         """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
-        from tabzoo.checkpoint import load_checkpoint, load_state, load_weights
+        from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_state, load_weights
 
-        stem = Path(path)
-        if stem.suffix in {".json", ".safetensors"}:
-            stem = stem.with_suffix("")
+        stem = checkpoint_stem(path)
         state = load_state(stem)
         params = dict(state["params"])
         if device is not None:
