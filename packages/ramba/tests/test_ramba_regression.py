@@ -42,6 +42,21 @@ def shop() -> tuple[object, dict]:
     return skewed_shop()
 
 
+def _assert_learns(r: Ramba, db: object, split: dict) -> None:
+    """Test R^2 above 0.2 and 0.2 above predicting the training mean."""
+    test = split["test"]
+    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
+    r2 = r.evaluate(db, test)["value"]
+    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+
+
+def _uncalibrated(r: Ramba) -> Ramba:
+    """``r``'s model and binding without its recalibration line."""
+    raw = Ramba(r.model, sampler=r.sampler, progress=False)
+    raw.task, raw.stats = r.task, r.stats
+    return raw
+
+
 def test_the_target_is_skewed(shop: tuple[object, dict]) -> None:
     _, split = shop
     y = split["train"].y
@@ -52,10 +67,7 @@ def test_regression_head_learns_a_skewed_target(shop: tuple[object, dict]) -> No
     db, split = shop
     r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
               progress=False).fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20)  # the default loss
-    test = split["test"]
-    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
-    r2 = r.evaluate(db, test)["value"]
-    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+    _assert_learns(r, db, split)
 
 
 def test_recalibration_is_fitted_on_val_and_applied(shop: tuple[object, dict]) -> None:
@@ -63,8 +75,7 @@ def test_recalibration_is_fitted_on_val_and_applied(shop: tuple[object, dict]) -
     r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=SamplerConfig(n_child=4, max_rows=12),
               progress=False).fit(db, TASK, split, steps=2, batch_size=16, eval_every=2, recalibrate=True)
     assert r.calibration is not None
-    raw = Ramba(r.model, sampler=r.sampler, progress=False)
-    raw.task, raw.stats = r.task, r.stats
+    raw = _uncalibrated(r)
     a, b = r.calibration
     va = raw._seqs(db, split["val"].seeds)
     assert (a, b) == pytest.approx(linear_recalibration(raw._predict_seqs(va), split["val"].y))
@@ -214,10 +225,7 @@ def test_ensemble_refuses_a_bad_size(shop: tuple[object, dict]) -> None:
 def test_an_ensemble_learns_the_skewed_target(shop: tuple[object, dict]) -> None:
     db, split = shop
     r = _tiny().fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, ensemble=2)
-    test = split["test"]
-    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
-    r2 = r.evaluate(db, test)["value"]
-    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+    _assert_learns(r, db, split)
 
 
 def test_fit_checks_the_loss_options_before_any_work(shop: tuple[object, dict]) -> None:
@@ -242,10 +250,7 @@ def test_huber_fit_is_deterministic_and_its_delta_reaches_the_loss(shop: tuple[o
 def test_huber_fit_learns_the_skewed_target(shop: tuple[object, dict]) -> None:
     db, split = shop
     r = _tiny().fit(db, TASK, split, steps=60, batch_size=16, lr=5e-3, eval_every=20, loss="huber", huber_delta=2.0)
-    test = split["test"]
-    constant = r2_score(test.y, np.full(len(test), split["train"].y.mean()))
-    r2 = r.evaluate(db, test)["value"]
-    assert r2 > 0.2 and r2 > constant + 0.2, (r2, constant)
+    _assert_learns(r, db, split)
 
 
 def test_recalibrate_on_a_hold_out_split_fits_the_line_there(shop: tuple[object, dict]) -> None:
@@ -257,8 +262,7 @@ def test_recalibrate_on_a_hold_out_split_fits_the_line_there(shop: tuple[object,
     parts = {"train": Split(tr.seeds[:cut], tr.y[:cut]), "val": split["val"], "hold": Split(tr.seeds[cut:], tr.y[cut:])}
     r = _tiny(seed=5).fit(db, TASK, parts, steps=2, batch_size=16, eval_every=2, recalibrate=True,
                           recalibrate_on="hold")
-    raw = Ramba(r.model, sampler=r.sampler, progress=False)
-    raw.task, raw.stats = r.task, r.stats
+    raw = _uncalibrated(r)
     assert r.calibration == pytest.approx(linear_recalibration(raw.predict(db, parts["hold"].seeds), parts["hold"].y))
     assert r.calibration != pytest.approx(linear_recalibration(raw.predict(db, parts["val"].seeds), parts["val"].y))
 
