@@ -49,19 +49,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
 from ramba_tasks_model import _draws, _tuned_params  # noqa: E402
-from ramba_tasks_regression_ensemble import SHRINK_GRID  # noqa: E402
+from ramba_tasks_regression_ensemble import _shrink, r2  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MEMBER_STRIDE = 1000
 PARTS = ("val", "hold", "test")
 SELECTORS = {"val": ("val",), "hold": ("hold",), "pool": ("val", "hold")}
 torch.set_num_threads(1)
-
-
-def r2(y: np.ndarray, p: np.ndarray) -> float:
-    from tabzoo.metrics import r2_score
-
-    return float(r2_score(y, p))
 
 
 def parse_loss(spec: str) -> dict[str, Any]:
@@ -121,10 +115,6 @@ def _best(y: dict[str, np.ndarray], mb: dict[str, Any], sel: tuple[str, ...], ev
     return ok[int(np.argmax([r2(ys, np.concatenate([mb[p][i] for p in sel])) for i in ok]))]
 
 
-def _stretch(y: np.ndarray, p: np.ndarray, m: float) -> float:
-    return float(SHRINK_GRID[int(np.argmax([r2(y, m + c * (p - m)) for c in SHRINK_GRID]))])
-
-
 def _cv(y: np.ndarray, p: np.ndarray, fit_map: Any, folds: int = 5, seed: int = 0) -> float:
     """5-fold R^2 of a map fitted on the other folds (``fit_map(y, p) -> callable``)."""
     fold = np.random.default_rng(seed).permutation(len(y)) % folds
@@ -153,7 +143,7 @@ def estimators(y: dict[str, np.ndarray], m: float, members: list[dict[str, Any]]
             out[f"ens-{k}"], out[f"ens-{k}-snap"] = avg(best, k), avg(half, k)
 
     def stretch_map(ys: np.ndarray, ps: np.ndarray) -> Any:
-        c = _stretch(ys, ps, m)
+        c = _shrink(ys, ps, m)  # the stretch factor about the training mean
         return lambda q: m + c * (q - m)
 
     def recal_map(ys: np.ndarray, ps: np.ndarray) -> Any:
