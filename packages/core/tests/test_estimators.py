@@ -202,6 +202,23 @@ def test_save_load_is_pickle_free_and_exact(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ICLTestRegressor.load(tmp_path / "reg").predict(Xr), reg.predict(Xr))
 
 
+@pytest.mark.parametrize("existing", ["clf.json", "clf.model.safetensors"])
+def test_save_never_replaces_an_earlier_save_silently(tmp_path: Path, existing: str) -> None:
+    X, y = load_iris(return_X_y=True)
+    first = ICLTestClassifier(n_estimators=1, random_state=0, device="cpu").fit(X, y)
+    first.save(tmp_path / "clf")
+    (tmp_path / "keep").mkdir()
+    for name in {p.name for p in tmp_path.iterdir() if p.is_file()} - {existing}:
+        (tmp_path / name).rename(tmp_path / "keep" / name)  # one file of the four is enough to refuse
+    before = (tmp_path / existing).read_bytes()
+    second = ICLTestClassifier(n_estimators=2, random_state=1, device="cpu").fit(X, y)
+    with pytest.raises(TabzooInputError, match=f"{existing}.*overwrite=True"):
+        second.save(tmp_path / "clf.json")
+    assert (tmp_path / existing).read_bytes() == before
+    stem = second.save(tmp_path / "clf", overwrite=True)
+    np.testing.assert_array_equal(ICLTestClassifier.load(stem).predict_proba(X), second.predict_proba(X))
+
+
 # -- regressor ------------------------------------------------------------------------------------
 def test_regressor_standardises_targets_and_uses_the_output_hook() -> None:
     X, y = make_regression(n_samples=150, n_features=3, noise=1.0, random_state=0)

@@ -289,17 +289,24 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         pass
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Save the fitted estimator (params, preprocessing, context, model weights) pickle-free.
 
         Writes ``<path>.safetensors`` + ``<path>.json`` (fitted state, via
         :func:`tabzoo.checkpoint.save_state`) and ``<path>.model.safetensors`` + ``.json`` (the
         model, via :func:`tabzoo.checkpoint.save_checkpoint`). Returns the stem.
+
+        :param overwrite: replace an earlier save at ``path``. By default any existing file of the
+            four is refused (:func:`tabzoo.checkpoint.refuse_existing`), so a saved model is never
+            replaced silently.
+        :raises TabzooInputError: a file of the save exists and ``overwrite`` is false.
         """
-        from tabzoo.checkpoint import checkpoint_stem, save_checkpoint, save_state
+        from tabzoo.checkpoint import checkpoint_stem, refuse_existing, save_checkpoint, save_state
 
         check_is_fitted(self, "preprocessor_")
         stem = checkpoint_stem(path)
+        refuse_existing([stem.with_name(stem.name + suffix) for suffix in
+                         (".safetensors", ".json", ".model.safetensors", ".model.json")], overwrite=overwrite)
         # a dataclass parameter (e.g. fine_tune=FineTune(...)) is stored as its dict, which the class accepts back
         params = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
                   for k, v in self.get_params(deep=False).items()}
