@@ -219,6 +219,18 @@ def test_save_never_replaces_an_earlier_save_silently(tmp_path: Path, existing: 
     np.testing.assert_array_equal(ICLTestClassifier.load(stem).predict_proba(X), second.predict_proba(X))
 
 
+def test_saved_estimator_rebuilds_the_unfitted_estimator_with_its_params(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import saved_estimator
+
+    X, y = load_iris(return_X_y=True)
+    clf = ICLTestClassifier(n_estimators=2, random_state=7, device="cpu").fit(X, y)
+    stem = clf.save(tmp_path / "clf.safetensors")
+    got_stem, state, fresh = saved_estimator(ICLTestClassifier, stem.with_suffix(".json"))
+    assert got_stem == tmp_path / "clf" and state["n_features_in"] == 4
+    assert fresh.get_params() == clf.get_params() and not hasattr(fresh, "model_")
+    assert saved_estimator(ICLTestClassifier, stem, device="meta")[2].device == "meta"
+
+
 # -- regressor ------------------------------------------------------------------------------------
 def test_regressor_standardises_targets_and_uses_the_output_hook() -> None:
     X, y = make_regression(n_samples=150, n_features=3, noise=1.0, random_state=0)

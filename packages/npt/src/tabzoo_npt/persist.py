@@ -89,14 +89,9 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
 
 def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
     """Load an estimator of class ``cls`` saved by :func:`save_estimator` (``device`` overrides the saved one)."""
-    from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_state, load_weights
+    from tabzoo.checkpoint import load_checkpoint, load_weights, saved_estimator
 
-    stem = checkpoint_stem(path)
-    state = load_state(stem)
-    params = dict(state["params"])
-    if device is not None:
-        params["device"] = device
-    est = cls(**params)
+    stem, state, est = saved_estimator(cls, path, device)
     want = f"{cls.__module__}:{cls.__qualname__}"
     encoder = TableEncoder()
     encoder.pre = TabularPreprocessor.from_state_dict(state["encoder"]["pre"])

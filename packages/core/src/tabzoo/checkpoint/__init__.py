@@ -26,6 +26,7 @@ from tabzoo.checkpoint.pair import (
     refuse_existing,
     save_checkpoint,
     save_state,
+    saved_estimator,
 )
 from tabzoo.checkpoint.shipped import (
     find_checkpoint,
@@ -60,6 +61,7 @@ __all__ = [
     "resolve_checkpoint",
     "save_checkpoint",
     "save_state",
+    "saved_estimator",
     "shipped_checkpoints",
     "shipped_dir",
     "unflatten_state",

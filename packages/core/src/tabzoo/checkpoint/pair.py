@@ -66,7 +66,7 @@ _READS = {FORMAT: True, "tabzoo-checkpoint/1": False, STATE_FORMAT: False}
 """Formats read, and whether their JSON must carry a ``digest`` (format 1 predates it)."""
 
 __all__ = ["FORMAT", "STATE_FORMAT", "Checkpoint", "checkpoint_stem", "load_checkpoint", "load_model", "load_state",
-           "load_weights", "package_of", "refuse_existing", "save_checkpoint", "save_state"]
+           "load_weights", "package_of", "refuse_existing", "save_checkpoint", "save_state", "saved_estimator"]
 
 
 def checkpoint_stem(path: str | Path) -> Path:
@@ -387,3 +387,15 @@ def load_state(path: str | Path) -> Any:
     """Load a state saved by :func:`save_state`."""
     tensors, meta = _read_pair(path, STATE_FORMAT)
     return unflatten_state(meta["tree"], tensors)
+
+
+def saved_estimator(cls: type, path: str | Path, device: str | None = None) -> tuple[Path, dict[str, Any], Any]:
+    """What every estimator's ``load`` starts from: the stem of ``path``, the state saved there by
+    :func:`save_state` (a dict with the estimator's ``"params"``), and an unfitted ``cls(**params)``,
+    with ``device`` (when given) replacing the saved one. The caller restores its fitted attributes."""
+    stem = checkpoint_stem(path)
+    state = load_state(stem)
+    params = dict(state["params"])
+    if device is not None:
+        params["device"] = device
+    return stem, state, cls(**params)

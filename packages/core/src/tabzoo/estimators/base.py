@@ -336,14 +336,9 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
         """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
-        from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_state, load_weights
+        from tabzoo.checkpoint import load_checkpoint, load_weights, saved_estimator
 
-        stem = checkpoint_stem(path)
-        state = load_state(stem)
-        params = dict(state["params"])
-        if device is not None:
-            params["device"] = device
-        est = cls(**params)
+        stem, state, est = saved_estimator(cls, path, device)
         est.preprocessor_ = TabularPreprocessor.from_state_dict(state["preprocessor"])
         enc = state.get("encoder")
         est.encoder_ = OneHotExpander.from_state_dict(enc) if enc else None
