@@ -403,6 +403,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.train_cap, a.test_cap = min(a.train_cap, 500), min(a.test_cap, 300)
     if a.out and Path(a.out).exists():
         p.error(f"{a.out} exists; results are never overwritten, pick a new name")
+    if a.out:  # the partial records are appended beside --out from the first fit on
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     return a
 
 
