@@ -90,6 +90,12 @@ class MultiTabEstimator(BaseEstimator):
         best epoch is mostly noise, which the mean over tasks averages out. MMoE moves the same way
         (grid +0.63 to +0.80 %, real -0.67 to -2.07 %). Cost: longer fits (a task that still improves
         keeps the run going) and up to ``t`` forward passes at prediction.
+        ``"guarded"`` = per-task selection with a guard against a noisy small validation split
+        (:func:`~tabzoo_multitab.selection.guard`): training runs as under ``"per_task"``, then task
+        ``t`` keeps its own best epoch only if its per-row validation losses there beat those of the
+        joint-best epoch by more than 2 standard errors of the paired difference (one-sided, fixed a
+        priori), else it takes the joint-best weights. ``selection_`` records per task the weights
+        used (``"own"`` / ``"joint"``), the epochs, the statistic and why.
     :param calibration: ``"temperature"`` (default) = after training, one temperature per
         classification task, fitted on the held-out rows (the validation slice or ``eval_set``) to
         minimise their log-loss, divides the logits in :meth:`predict_proba` (``temperatures_``);
@@ -327,7 +333,8 @@ class MultiTabEstimator(BaseEstimator):
             torch.manual_seed(self.random_state)
             self.model_ = self._build().to(self.device_)
         self.context_ = select_context(train, self.n_context, self.random_state) if self.architecture == "multitab" else None
-        selector = PerTaskSelector(len(self.tasks_)) if self.select == "per_task" and val is not None and len(val) else None
+        selector = (PerTaskSelector(len(self.tasks_)) if self.select in ("per_task", "guarded") and val is not None and len(val)
+                    else None)
         self.fit_result_ = fit_model(
             self.model_, self.tasks_, train, val, task_weights=self.task_weights, max_epochs=self.max_epochs,
             batch_size=self._batch_size(len(train)), lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
@@ -335,10 +342,20 @@ class MultiTabEstimator(BaseEstimator):
             schedule=self.schedule, selector=selector,
         )
         self.n_epochs_ = self.fit_result_.epochs
-        # per-task selection: task t predicts with the weights of its own best epoch
-        self.task_model_ = selector.model(self.model_, self.tasks_) if selector is not None else None
-        self.task_epochs_ = (list(selector.epochs) if selector is not None
-                             else [self.fit_result_.best_epoch] * len(self.tasks_))
+        # per-task selection: task t predicts with the weights of its own best epoch (guarded: only
+        # where the validation rows give evidence for it, else with the joint-best weights)
+        if selector is None:
+            best = self.fit_result_.best_epoch
+            self.selection_ = [{"weights": "joint", "epoch": best, "own_epoch": None, "joint_epoch": best, "z": None,
+                                "reason": "joint selection" if self.select == "joint" else "no validation rows"}
+                               for _ in self.tasks_]
+            self.task_model_ = None
+        else:
+            self.selection_ = (selector.guarded() if self.select == "guarded" else
+                               [{"weights": "own", "epoch": e, "own_epoch": e, "joint_epoch": selector.joint_epoch,
+                                 "z": None, "reason": "per-task selection"} for e in selector.epochs])
+            self.task_model_ = selector.model(self.model_, self.tasks_, self.selection_ if self.select == "guarded" else None)
+        self.task_epochs_ = [int(c["epoch"]) for c in self.selection_]
         held_out = val if val is not None and len(val) else None
         self.temperatures_ = (fit_temperatures(self._predictor(), held_out, self.tasks_, self.context_)
                               if self.calibration == "temperature" and held_out is not None
