@@ -346,13 +346,14 @@ def render_epoch_fast() -> str:
     return "\n".join(lines)
 
 
-def render_pertask(name: str = PERTASK) -> str:
+def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: str = "**MultiTab-Net**, joint selection") -> str:
     """Per-task against joint model selection (two blocks, one block, MMoE) on the same grid draws: Δm
     against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
     s = _load(name)
     g = s["grid"]["stl"]
     models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_pertask",
                           "mmoe_guarded", "mt_twin", "stl_pertask") if m in g]
+    models = [m for m in first if m in models] + [m for m in models if m not in first]  # ``first`` on top
     sizes = s["grid_by_factor"]["stl"]["n_train"]
     levels = sorted(sizes, key=int)
     tw, mm, own = s["grid"].get("mt_twin", {}), s["grid"].get("mmoe", {}), s["grid"].get("stl_pertask")
@@ -373,7 +374,7 @@ def render_pertask(name: str = PERTASK) -> str:
 
     for m in models:
         o = g[m]
-        name = "**MultiTab-Net**, joint selection" if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
+        name = default if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
         lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + (f" | {rel(tw, m)}" if tw else "") + f" | {rel(mm, m)} |"
                      + (f" {rel(own, m)} |" if own else ""))
@@ -453,7 +454,8 @@ def render_epoch_guarded() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"guarded": lambda: render_pertask(GUARDED), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
+RENDER = {"guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
+                                            default="**MultiTab-Net** (the default: two blocks, joint selection)"), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
           "pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
           "grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
           "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
