@@ -31,6 +31,9 @@
   stopping on its own 10% split), ``mmoe``, ``ple``, ``shared_bottom``.
 * Δm (paper eq. 5, percent) of every model against each single-task reference (stl, gbdt, mt_twin, mt_rff3_twin),
   and against MMoE (``mmoe``).
+* ``mt_guarded`` / ``mt_l1_guarded`` / ``mmoe_guarded``: ``select="guarded"`` (a task's own best epoch only
+  when its per-row validation losses beat the joint-best epoch's by > 2 standard errors; per draw,
+  ``selection`` records the weights each task used).
 * ``mt_pertask`` / ``mt_l1_pertask`` / ``mmoe_pertask``: MultiTab-Net (two blocks / one block) and MMoE with
   per-task model selection (``select="per_task"``: each task keeps the weights of its own best validation epoch);
   ``stl_pertask`` = the single-task MLPs, each with its own early stop (``stl`` stops them jointly). The
@@ -82,6 +85,10 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mt_pertask": dict(architecture="multitab", select="per_task"),
              "mt_l1_pertask": dict(architecture="multitab", n_layers=1, select="per_task"),
              "mmoe_pertask": dict(architecture="mmoe", select="per_task"),
+             # guarded per-task selection: a task's own epoch only with evidence on the validation rows
+             "mt_guarded": dict(architecture="multitab", select="guarded"),
+             "mt_l1_guarded": dict(architecture="multitab", n_layers=1, select="guarded"),
+             "mmoe_guarded": dict(architecture="mmoe", select="guarded"),
              # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
              "stl_pertask": dict(architecture="stl", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
@@ -94,7 +101,9 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "mt_rff3": "MultiTab-Net, row_ff_mult=3", "mt_rff1": "MultiTab-Net, row_ff_mult=1", "mt_rff3_twin": "single-task MultiTab-Net, row_ff_mult=3", "mt_rff3_self": "MultiTab-Net, row_ff_mult=3, row_scope=self",
          "mt_noskip": "MultiTab-Net, no skip path (the paper's backbone)", "mt_l1": "MultiTab-Net, one encoder block",
          "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1_pertask": "MultiTab-Net, one block, per-task selection",
-         "mmoe_pertask": "MMoE, per-task selection", "stl_pertask": "single-task MLP, own early stop per task"}
+         "mmoe_pertask": "MMoE, per-task selection", "mt_guarded": "MultiTab-Net, guarded per-task selection",
+         "mt_l1_guarded": "MultiTab-Net, one block, guarded per-task selection",
+         "mmoe_guarded": "MMoE, guarded per-task selection", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -168,8 +177,13 @@ def fit_all(models: list[str], kinds: list[str], split: tuple, kw: dict[str, Any
             est = MultiTabEstimator(task_types=kinds, random_state=seed, **(kw | arch))
             est.fit(X_tr, Y_tr, eval_set=(X_va, Y_va))
             res["scores"][m], res["epochs"][m] = est.task_scores(X_te, Y_te), est.n_epochs_
-            if arch.get("select") == "per_task":
+            if arch.get("select") in ("per_task", "guarded"):
                 res.setdefault("task_epochs", {})[m] = est.task_epochs_
+            if arch.get("select") == "guarded":  # per task: the weights used, and the paired statistic
+                res.setdefault("selection", {})[m] = [
+                    {"weights": c["weights"], "own_epoch": c["own_epoch"], "joint_epoch": c["joint_epoch"],
+                     "z": None if c["z"] is None or not np.isfinite(c["z"]) else round(float(c["z"]), 3)}
+                    for c in est.selection_]
         res["fit_s"][m] = round(time.perf_counter() - t0, 2)
         print(json.dumps({"model": m, "fit_s": res["fit_s"][m], "epochs": res["epochs"].get(m)}), file=sys.stderr, flush=True)
     res["delta_m"] = {ref: {m: delta_m(s, res["scores"][ref]) for m, s in res["scores"].items() if m != ref}

@@ -31,6 +31,11 @@ its last step; the median over the fit's epochs), and the ratio to MMoE is given
 batch size (torch's FlopCounterMode, sdpa forced so the attention counts), per model: how much
 more arithmetic MultiTab-Net does than MMoE at the same width, whatever the kernels.
 
+``--n-val N`` validates every fit on ``N`` rows after each epoch (patience = ``--epochs``, so no
+fit stops early): the epoch then includes the validation pass and, under ``select="per_task"`` /
+``"guarded"`` (``--variants l1_pertask l1_guarded``, ``--mmoe-variants pertask guarded``), the
+per-task snapshots. Without it no fit validates and the selection modes equal joint.
+
 ``--phases N`` also times ``N`` training steps of one batch per model, split into forward (with
 the loss), backward, gradient clipping and the Adam update (thread CPU time, models alternated,
 medians; ``phases_ms`` per row), to show where a step's time goes.
@@ -78,7 +83,12 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        # the paper's backbone without the skip path (the default since 2026-11-29)
                                        "noskip": dict(skip_hidden=0),
                                        # one encoder block instead of two (issue 26 item 4: the cheaper configuration)
-                                       "l1": dict(n_layers=1)}
+                                       "l1": dict(n_layers=1),
+                                       # one block with per-task / guarded selection (issue 26; needs --n-val)
+                                       "l1_pertask": dict(n_layers=1, select="per_task"),
+                                       "l1_guarded": dict(n_layers=1, select="guarded")}
+#: MMoE options timed with ``--mmoe-variants``
+MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded")}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
 
 
@@ -96,8 +106,10 @@ def timed_batches() -> None:
     MultiTaskFit.batches = batches  # type: ignore[method-assign]
 
 
-def models(row_dims: list[int], variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
+def models(row_dims: list[int], variants: list[str] = (), mmoe_variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
     out: dict[str, dict[str, Any]] = {"mmoe": dict(architecture="mmoe"), "multitab": dict(architecture="multitab")}
+    for v in mmoe_variants:
+        out[f"mmoe_{v}"] = dict(architecture="mmoe", **MMOE_VARIANTS[v])
     for r in row_dims:
         out[f"multitab_r{r}"] = dict(architecture="multitab", row_dim=r)
     for v in variants:
@@ -169,6 +181,10 @@ def main() -> None:
     ap.add_argument("--variants", nargs="*", default=[], choices=sorted(VARIANTS))
     ap.add_argument("--adam", nargs="+", default=["foreach"], choices=sorted(ADAM_IMPLS))
     ap.add_argument("--phases", type=int, default=0, help="also time this many steps split into phases (0 = off)")
+    ap.add_argument("--mmoe-variants", nargs="*", default=[], choices=sorted(MMOE_VARIANTS))
+    ap.add_argument("--n-val", type=int, default=0,
+                    help="validation rows: every fit validates each epoch on them (the cost of early stopping and "
+                         "of per-task snapshots counts in the epoch), patience = --epochs so none stops early")
     args = ap.parse_args()
     if args.out is not None and args.out.exists():
         raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
@@ -181,8 +197,9 @@ def main() -> None:
     for (n_train, batch_size), width, t in ((c, w, t) for c in configs for w in args.widths for t in args.tasks):
         e, hidden = width.split(":")
         s = MultiTabBench(n_tasks=t, n_features=args.n_features, p=0.6, degrees=3, noise=0.01,
-                          sizes=(n_train, 10, 10)).sample(seed=0)
+                          sizes=(n_train, max(10, args.n_val), 10)).sample(seed=0)
         X, Y = s.train.x.numpy().astype(np.float64), s.train.y.numpy().astype(np.float64)
+        val = (s.val.x.numpy().astype(np.float64), s.val.y.numpy().astype(np.float64)) if args.n_val else None
         per: dict[str, list[float]] = {}
         loop: dict[str, list[float]] = {}
         for arch in ("mmoe", "multitab"):  # first-call costs (imports, allocator) are not an epoch of a model timed
@@ -192,19 +209,20 @@ def main() -> None:
         params: dict[str, int] = {}
         fitted: dict[str, MultiTabEstimator] = {}
         for _ in range(args.repeats):
-            for impl, (name, kw) in ((i, m) for i in args.adam for m in models(args.row_dims, args.variants).items()):
+            for impl, (name, kw) in ((i, m) for i in args.adam
+                                     for m in models(args.row_dims, args.variants, args.mmoe_variants).items()):
                 use_adam(impl)
                 name = name if len(args.adam) == 1 else f"{name}/{impl}"
                 est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
                                         hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
                                         max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
                                         calibration=None, task_types=["regression"] * t,
-                                        **{k: v for k, v in kw.items() if k != "kernels"})
+                                        patience=args.epochs, **{k: v for k, v in kw.items() if k != "kernels"})
                 forced = kw.get("kernels")
                 _EPOCHS.clear()
                 c0 = time.process_time()
                 with kernels.use(forced) if forced else contextlib.nullcontext():
-                    est.fit(X, Y)
+                    est.fit(X, Y, eval_set=val)
                 per.setdefault(name, []).append((time.process_time() - c0) / args.epochs)
                 loop.setdefault(name, []).append(float(np.median(_EPOCHS)))
                 params[name] = sum(p.numel() for p in est.model_.parameters())

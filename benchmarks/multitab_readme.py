@@ -26,6 +26,9 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``ablations``: the paper's Table 2 ablations and the single-task twin with the default backbone;
 * ``pertask``: per-task model selection (``select="per_task"``) beside joint selection, the twin and MMoE;
 * ``pertask-all``: the same over all 18 settings (no twin at 3,000 rows);
+* ``guarded``: guarded per-task selection (``select="guarded"``) on the grid, joined with the committed runs;
+* ``guarded-real``: the real tables with the default, MMoE and the selection variants in one run;
+* ``epoch-guarded``: epoch time at 3,000 rows with a validation pass, one block per-task / guarded vs MMoE;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -60,19 +63,29 @@ PERTASK = "multitab-grid-sizes-pertask-summary-2026-11-29.json"
 #: the same over all 18 settings (the 3,000-row ones too; no twin there)
 PERTASK_ALL = "multitab-grid-sizes-pertask-all-summary-2026-11-29.json"
 NOSTOP = "multitab-grid-sizes-nostop-summary-2026-11-28.json"
+#: guarded per-task selection (``select="guarded"``) on the grid's draws, joined with the committed runs
+GUARDED = "multitab-grid-sizes-guarded-all-summary-2026-11-29.json"
+#: the real tables with MLP, MMoE, the default and the selection variants in one run (and its summary)
+REAL_GUARDED = "multitab-real-guarded-2026-11-29.json"
+REAL_GUARDED_SUMMARY = "multitab-real-guarded-summary-2026-11-29.json"
+#: epoch time at 3,000 rows with validation: one block per-task / guarded against MMoE joint and per-task
+EPOCH_GUARDED = "multitab-epoch-guarded-2026-11-29.json"
+EPOCH_GUARDED_RUNS = (EPOCH_GUARDED, "multitab-epoch-guarded-b-2026-11-29.json")  # a second run, pooled
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29/results.json"
 #: block name -> its result file
-BLOCKS = {"pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE",
          "mt_single": "MultiTab-Net, one shared task token (F-/->T)", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1": "MultiTab-Net, one block",
          "mt_l1_pertask": "MultiTab-Net, one block, per-task selection", "mmoe_pertask": "MMoE, per-task selection",
-         "stl_pertask": "single-task MLP, own early stop per task"}
+         "stl_pertask": "single-task MLP, own early stop per task",
+         "mt_l1_guarded": "MultiTab-Net, one block, guarded selection", "mmoe_guarded": "MMoE, guarded selection",
+         "mt_guarded": "MultiTab-Net, guarded selection"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
 
 
@@ -307,7 +320,7 @@ def render_ablations() -> str:
         o = g[m]
         vs_twin = f"{_pm(tw[m])} | {tw[m]['settings_positive']} of {tw[m]['settings']}" if m in tw else "- | -"
         lines.append(f"| {NAMES[m]} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
-                     + " | ".join(_pm(sizes[n][m]) for n in levels) + f" | {vs_twin} |")
+                     + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + f" | {vs_twin} |")
     return "\n".join(lines)
 
 
@@ -333,13 +346,14 @@ def render_epoch_fast() -> str:
     return "\n".join(lines)
 
 
-def render_pertask(name: str = PERTASK) -> str:
+def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: str = "**MultiTab-Net**, joint selection") -> str:
     """Per-task against joint model selection (two blocks, one block, MMoE) on the same grid draws: Δm
     against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
     s = _load(name)
     g = s["grid"]["stl"]
-    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mmoe", "mmoe_pertask", "mt_twin",
-                          "stl_pertask") if m in g]
+    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_pertask",
+                          "mmoe_guarded", "mt_twin", "stl_pertask") if m in g]
+    models = [m for m in first if m in models] + [m for m in models if m not in first]  # ``first`` on top
     sizes = s["grid_by_factor"]["stl"]["n_train"]
     levels = sorted(sizes, key=int)
     tw, mm, own = s["grid"].get("mt_twin", {}), s["grid"].get("mmoe", {}), s["grid"].get("stl_pertask")
@@ -360,9 +374,9 @@ def render_pertask(name: str = PERTASK) -> str:
 
     for m in models:
         o = g[m]
-        name = "**MultiTab-Net**, joint selection" if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
+        name = default if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
         lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
-                     + " | ".join(_pm(sizes[n][m]) for n in levels) + (f" | {rel(tw, m)}" if tw else "") + f" | {rel(mm, m)} |"
+                     + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + (f" | {rel(tw, m)}" if tw else "") + f" | {rel(mm, m)} |"
                      + (f" {rel(own, m)} |" if own else ""))
     stop = s.get("grid_stopping") or {}
     if stop:
@@ -372,7 +386,77 @@ def render_pertask(name: str = PERTASK) -> str:
     return "\n".join(lines)
 
 
-RENDER = {"pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
+def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED) -> str:
+    """Δm against the single-task MLP per real table (mean ± std over seeds), tables > 0, and how often
+    the guard kept a task's own epoch (from the run's ``selection`` record)."""
+    s, r = _load(name), _load(raw)
+    g = s["real"]["stl"]
+    models = [m for m in ("multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded") if m in g]
+    tables = list(g[models[0]]["per_setting_mean"])
+    own: dict[str, list[int]] = {}
+    for row in r["real"]:
+        for m, sel in row.get("selection", {}).items():
+            got = own.setdefault(m, [0, 0])
+            got[0] += sum(c["weights"] == "own" for c in sel)
+            got[1] += len(sel)
+    load = r["machine"].get("load_average_at_start")
+    lines = [f"`benchmarks/results/{name}` (of `{raw}`: {len(tables)} tables x {len(r['settings']['seeds'])} seeds, every "
+             f"model in one run; {r['machine'].get('cpu_model')}, load {load[0]:.1f} at the start): Δm (%) against the "
+             "single-task MLP on the test rows, mean ± std over seeds; tables > 0 = tables whose mean is > 0; "
+             "own epochs kept = task choices where the guard kept the task's own best epoch.", "",
+             "| model | mean Δm | tables > 0 | " + " | ".join(tables) + " | own epochs kept |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in tables) + " | --- |"]
+    for m in models:
+        o = g[m]
+        kept = f"{own[m][0]} of {own[m][1]}" if m in own else "-"
+        label = "**MultiTab-Net** (default: two blocks, joint)" if m == "multitab" else NAMES[m]
+        lines.append(f"| {label} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
+                     + " | ".join(f"{o['per_setting_mean'][t]:+.2f} ± {o['per_setting_std'][t]:.2f}" for t in tables)
+                     + f" | {kept} |")
+    return "\n".join(lines)
+
+
+def _median(v: list[float]) -> float:
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def render_epoch_guarded() -> str:
+    """Epoch time with a validation pass each epoch, two side-by-side runs: each model's ratio to MMoE
+    (joint) and to MMoE with per-task selection, per run and pooled over both runs' repeats."""
+    runs = [(name, _load(name)) for name in EPOCH_GUARDED_RUNS]
+    models = ["multitab", "multitab_l1", "multitab_l1_pertask", "multitab_l1_guarded"]
+    refs = ["mmoe", "mmoe_pertask"]
+    e0 = runs[0][1]
+    lines = [f"{' and '.join(f'`benchmarks/results/{n}`' for n, _ in runs)} ({e0['machine'].get('cpu_model')}; "
+             + "; ".join(f"run {label}: load "
+                         f"{e['machine']['load_average_at_start'][0]:.1f} / {e.get('load_average_at_end', ['?'])[0]} at the start / end, "
+                         f"fp32 matmul {e['matmul_fp32_gflops_before']} / {e.get('matmul_fp32_gflops_after', '?')} GFLOP/s, "
+                         f"{e['settings']['repeats']} repeats" for label, (_, e) in zip("ab", runs, strict=False))
+             + f"): CPU seconds per epoch over MMoE's at the same token width (8; MLPs 128-64), 3,000 training rows, batch "
+             f"256, {e0['settings']['n_val']} validation rows scored after every epoch (no early stop), one thread, models "
+             "alternated; whole fit ÷ epochs (the validation pass and the per-task snapshots included), the training "
+             "steps alone in brackets; median of the per-repeat ratios, per run (a / b) and pooled over both.", "",
+             "| tasks | model | vs MMoE, run a / b | pooled | vs MMoE per-task, run a / b | pooled |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for t in sorted({r["tasks"] for _, e in runs for r in e["rows"]}):
+        rows = [next(r for r in e["rows"] if r["tasks"] == t) for _, e in runs]
+        for m in models:
+            cells = []
+            for ref in refs:
+                whole = [[a / b for a, b in zip(r["cpu_s_per_epoch"][m], r["cpu_s_per_epoch"][ref], strict=True)] for r in rows]
+                loop = [[a / b for a, b in zip(r["loop_cpu_s_per_epoch"][m], r["loop_cpu_s_per_epoch"][ref], strict=True)]
+                        for r in rows]
+                cells.append(" / ".join(f"{_median(w):.2f}x" for w in whole) + " | "
+                             + f"**{_median([x for w in whole for x in w]):.2f}x** ({_median([x for w in loop for x in w]):.2f}x)")
+            lines.append(f"| {t} | {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+RENDER = {"guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
+                                            default="**MultiTab-Net** (the default: two blocks, joint selection)"), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
+          "pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
           "grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
           "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}
 

@@ -8,13 +8,15 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("sklearn", reason="the estimator needs the sklearn extra")
 
 from tabzoo.errors import TabzooInputError  # noqa: E402
 from tabzoo_multitab.config import TaskSpec  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
-from tabzoo_multitab.selection import PerTaskModel, PerTaskSelector  # noqa: E402
+from tabzoo_multitab.selection import PerTaskModel, PerTaskSelector, guard  # noqa: E402
 
 SMALL = dict(
     d_embed=8,
@@ -48,7 +50,7 @@ def _fit(select: str, **kw: object) -> tuple[MultiTabEstimator, tuple[np.ndarray
 
 def test_select_is_validated() -> None:
     X, Y = _two_tasks(30, 0)
-    with pytest.raises(TabzooInputError, match="select='best'.*joint.*per_task"):
+    with pytest.raises(TabzooInputError, match="select=.best.*joint.*per_task.*guarded"):
         MultiTabEstimator(select="best", **SMALL).fit(X, Y)  # type: ignore[arg-type]
 
 
@@ -119,3 +121,71 @@ def test_selector_keeps_a_copy_per_improvement_and_nan_never_improves() -> None:
         with torch.no_grad():
             ref.weight.sub_(4 - (epoch + 1))  # the weights after epoch `epoch`
         torch.testing.assert_close(model(x)[:, t], ref(x)[:, t])
+
+
+# -- guarded selection ------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(10, 300), seed=st.integers(0, 2**31 - 1))
+def test_guard_rarely_keeps_the_own_epoch_on_pure_noise(n: int, seed: int) -> None:
+    """Two epochs whose per-row losses are draws of one distribution: the guard must fall back.
+    One-sided z = 2 lets ~2.3 % through per pair; over 50 pairs per example we allow 6."""
+    rng = np.random.default_rng(seed)
+    kept = sum(guard(rng.exponential(size=n), rng.exponential(size=n))[0] for _ in range(50))
+    assert kept <= 6
+
+
+def test_guard_keeps_a_clear_gain_and_refuses_a_loss_or_no_rows() -> None:
+    rng = np.random.default_rng(0)
+    joint = rng.exponential(size=200)
+    assert guard(joint * 0.7, joint) == (True, pytest.approx(guard(joint * 0.7, joint)[1]))
+    assert guard(joint * 0.7, joint)[1] > 2.0
+    assert guard(joint * 1.3, joint)[0] is False  # the own epoch is worse
+    assert guard(joint, joint) == (False, 0.0)  # no difference, no evidence
+    assert guard(joint[:1] * 0.5, joint[:1])[0] is False  # one row is no evidence
+
+
+def _selector_with_rows(own_gain: float, n: int = 200) -> PerTaskSelector:
+    """Epoch 0: the joint best (task 0 at its best); epoch 1: task 1's own best, its per-row losses
+    ``own_gain`` lower than at epoch 0 (plus noise)."""
+    rng = np.random.default_rng(1)
+    base = rng.exponential(size=(n, 2))
+    sel = PerTaskSelector(2)
+    net = torch.nn.Linear(2, 2)
+    sel.update(net, [1.0, 1.0], joint=2.0, rows=base)
+    with torch.no_grad():
+        net.weight.add_(1.0)
+    second = base.copy()
+    second[:, 0] += 0.2
+    second[:, 1] = base[:, 1] * (1.0 - own_gain) + rng.normal(0, 0.05, size=n)
+    sel.update(net, [1.2, 1.0 - own_gain - 1e-3], joint=2.1, rows=second)  # the joint best stays epoch 0
+    return sel
+
+
+def test_guarded_choice_falls_back_without_evidence_and_keeps_a_clear_peak() -> None:
+    weak = _selector_with_rows(0.001).guarded()
+    assert [c["weights"] for c in weak] == ["joint", "joint"] and [c["epoch"] for c in weak] == [0, 0]
+    assert weak[1]["own_epoch"] == 1 and weak[1]["z"] is not None and weak[1]["z"] < 2.0
+    strong = _selector_with_rows(0.5).guarded()
+    assert [c["weights"] for c in strong] == ["joint", "own"] and [c["epoch"] for c in strong] == [0, 1]
+    assert strong[1]["z"] > 2.0 and "standard errors" in strong[1]["reason"]
+    sel = _selector_with_rows(0.5)
+    model = sel.model(torch.nn.Linear(2, 2), [TaskSpec("a", "regression"), TaskSpec("b", "regression")], strong)
+    assert model.task_epochs == [0, 1] and len(model.nets) == 2
+
+
+def test_guarded_estimator_is_deterministic_and_records_its_choice() -> None:
+    a, (Xv, _) = _fit("guarded", early_stopping="metric")
+    b, _ = _fit("guarded", early_stopping="metric")
+    p, _ = _fit("per_task", early_stopping="metric")
+    assert a.n_epochs_ == p.n_epochs_  # the same training run as per-task selection
+    assert a.selection_ == b.selection_ and a.task_epochs_ == b.task_epochs_
+    np.testing.assert_array_equal(a.predict(Xv), b.predict(Xv))
+    for c, own in zip(a.selection_, p.task_epochs_, strict=True):
+        assert c["own_epoch"] == own and c["weights"] in ("own", "joint")
+        assert c["epoch"] == (own if c["weights"] == "own" else c["joint_epoch"])
+    assert a.task_epochs_ == [c["epoch"] for c in a.selection_]
+    joint = [c["joint_epoch"] for c in a.selection_]
+    hist = a.fit_result_.history
+    assert joint[0] == int(np.argmax([h["val_mean"] for h in hist]))  # the joint-best epoch of the run
+    j, _ = _fit("joint", early_stopping="metric")
+    assert j.selection_[0]["weights"] == "joint" and j.selection_[0]["reason"] == "joint selection"

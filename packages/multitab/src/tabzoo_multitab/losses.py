@@ -11,7 +11,7 @@ from tabzoo.errors import TabzooInputError
 
 from tabzoo_multitab.config import TaskSpec
 
-__all__ = ["task_losses", "multitask_loss"]
+__all__ = ["task_losses", "row_losses", "multitask_loss"]
 
 
 def task_losses(outputs: Sequence[torch.Tensor], y: torch.Tensor, tasks: Sequence[TaskSpec]) -> torch.Tensor:
@@ -31,6 +31,21 @@ def task_losses(outputs: Sequence[torch.Tensor], y: torch.Tensor, tasks: Sequenc
         else:
             losses.append(F.mse_loss(out[:, 0], col))
     return torch.stack(losses)
+
+
+def row_losses(outputs: Sequence[torch.Tensor], y: torch.Tensor, tasks: Sequence[TaskSpec]) -> torch.Tensor:
+    """Per-row, per-task losses ``[N, t]`` (their column means are :func:`task_losses`); same arguments."""
+    if y.dim() != 2 or y.shape[1] != len(tasks) or len(outputs) != len(tasks):
+        raise TabzooInputError(f"y must be [rows, {len(tasks)}] with one output per task, got {tuple(y.shape)}.")
+    cols = []
+    for out, t, col in zip(outputs, tasks, y.unbind(1), strict=True):
+        if t.kind == "binary":
+            cols.append(F.binary_cross_entropy_with_logits(out[:, 0], col, reduction="none"))
+        elif t.kind == "multiclass":
+            cols.append(F.cross_entropy(out, col.long(), reduction="none"))
+        else:
+            cols.append((out[:, 0] - col) ** 2)
+    return torch.stack(cols, 1)
 
 
 def multitask_loss(outputs: Sequence[torch.Tensor], y: torch.Tensor, tasks: Sequence[TaskSpec],

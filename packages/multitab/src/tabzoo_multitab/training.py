@@ -19,7 +19,7 @@ from tabzoo.errors import TabzooInputError
 from tabzoo.train.fit import Evaluation, FitConfig, FitResult, fit
 
 from tabzoo_multitab.config import TaskSpec
-from tabzoo_multitab.losses import multitask_loss, task_losses
+from tabzoo_multitab.losses import multitask_loss, row_losses, task_losses
 from tabzoo_multitab.metrics import task_metric
 from tabzoo_multitab.selection import PerTaskSelector
 
@@ -192,7 +192,8 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
     validation score (its loss, or minus its metric, by ``monitor``) picks that task's weights in the
     selector, and the run stops after ``patience`` epochs in which no task improved; the model itself
     ends with the weights of the last epoch where some task improved. History rows then also hold
-    ``task_improved`` (per task).
+    ``task_improved`` (per task). The selector also records the joint-best epoch (by the monitored
+    joint score) and each snapshot's per-row validation losses, for the guarded choice.
 
     The result's ``history`` holds per epoch ``train_loss`` and, with ``val``, ``val_loss``,
     ``val_metrics`` (per task) and ``val_mean``; ``best_epoch`` is 0-based.
@@ -229,7 +230,9 @@ def fit_model(model: torch.nn.Module, tasks: Sequence[TaskSpec], train: TaskData
             if selector is None:
                 return Evaluation(loss if monitor == "loss" else -mean, details)
             own = task_losses(outs, held_out.y, tasks).tolist() if monitor == "loss" else [-v for v in scores]
-            details["task_improved"] = improved = selector.update(m, own)
-            return Evaluation(loss if monitor == "loss" else -mean, details, improved=any(improved))
+            joint = loss if monitor == "loss" else -mean
+            rows = row_losses(outs, held_out.y, tasks).cpu().numpy()
+            details["task_improved"] = improved = selector.update(m, own, joint=joint, rows=rows)
+            return Evaluation(joint, details, improved=any(improved))
 
     return fit(model, MultiTaskFit(tasks, train, batch_size, seed, task_weights), cfg, validate=validate)
