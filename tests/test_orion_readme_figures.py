@@ -396,3 +396,31 @@ def test_readme_fine_tune_with_the_blend_above_the_bound_matches_and_keeps_the_b
     text = " ".join(README.read_text(encoding="utf-8").split())
     want = ft_blend_text(summary, FT_BLEND_MID_RUNNER, "`fine_tune=True`")
     assert want in text, want
+
+
+OPTIONS = "realdata-2026-11-29-orion-options.json"
+
+
+def test_readme_options_table_matches_the_results() -> None:
+    """The one-hot / class-balance table (split 0, same run): means, win / loss / tie counts against the
+    defaults (ties within 1e-9) and median seconds, recomputed from the committed records."""
+    auc, secs = _records(OPTIONS)
+    variants = {"the defaults (": "orion-msp", '`categorical_encoding="onehot"`': "orion-onehot",
+                "`class_balance=1.0`": "orion-cb1", "`class_balance=0`": "orion-cb0"}
+    common = sorted(t for t in auc if all(m in auc[t] for m in variants.values()))
+    assert len(common) == 29
+    lines = [ln for ln in README.read_text(encoding="utf-8").splitlines() if ln.startswith("| ")]
+    for label, model in variants.items():
+        row = next((ln for ln in lines if ln.startswith(f"| {label}")), None)
+        assert row is not None, f"no README row for {label!r}"
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        mean = sum(auc[t][model] for t in common) / len(common)
+        ordered = sorted(secs[t][model] for t in common)
+        assert cells[1] == f"{mean:.3f}" and cells[3] == f"{ordered[len(ordered) // 2]:.1f}", (label, cells)
+        if model != "orion-msp":
+            d = [auc[t][model] - auc[t]["orion-msp"] for t in common]
+            counts = f"{sum(x > 1e-9 for x in d)} / {sum(x < -1e-9 for x in d)} / {sum(abs(x) <= 1e-9 for x in d)}"
+            assert cells[2] == counts, (label, cells[2], counts)
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    for peer, name in (("linear", "LogisticRegression"), ("xgboost", "XGBoost")):
+        assert f"{name} {sum(auc[t][peer] for t in common) / len(common):.3f}" in text
