@@ -75,7 +75,7 @@ EPOCH_GUARDED_RUNS = (EPOCH_GUARDED, "multitab-epoch-guarded-b-2026-11-29.json")
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
-DEMO = "multitab-demo-2026-11-29/results.json"
+DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
 BLOCKS = {"guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
