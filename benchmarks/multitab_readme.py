@@ -29,6 +29,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``guarded``: guarded per-task selection (``select="guarded"``) on the grid, joined with the committed runs;
 * ``guarded-real``: the real tables with the default, MMoE and the selection variants in one run;
 * ``epoch-guarded``: epoch time at 3,000 rows with a validation pass, one block per-task / guarded vs MMoE;
+* ``epoch-speedup``: the same for the default before / after one-pass validation and cheaper snapshots;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -71,13 +72,15 @@ REAL_GUARDED_SUMMARY = "multitab-real-guarded-summary-2026-11-29.json"
 #: epoch time at 3,000 rows with validation: one block per-task / guarded against MMoE joint and per-task
 EPOCH_GUARDED = "multitab-epoch-guarded-2026-11-29.json"
 EPOCH_GUARDED_RUNS = (EPOCH_GUARDED, "multitab-epoch-guarded-b-2026-11-29.json")  # a second run, pooled
+#: epoch time of the default before / after one-pass validation and cheaper snapshots (same flags as ``-b``)
+EPOCH_SPEEDUP_RUNS = ("multitab-epoch-guarded-c-2026-11-29.json", "multitab-epoch-guarded-d-2026-11-29.json")
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
-BLOCKS = {"guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
 #: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
 NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
@@ -461,7 +464,30 @@ def render_epoch_guarded() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
+def render_epoch_speedup() -> str:
+    """Epoch time of the default before and after the validation-pass and snapshot changes (one run
+    each, the same flags): each model's median per-repeat ratio to MMoE, whole fit ÷ epochs and the
+    training steps alone."""
+    runs = [(name, _load(name)) for name in EPOCH_SPEEDUP_RUNS]
+    models = ["multitab_l1", "multitab_l1_pertask", "multitab_l1_guarded"]
+    lines = [" and ".join(f"`benchmarks/results/{n}`" for n, _ in runs) + " (the flags of `epoch-guarded-b`, "
+             + "; ".join(f"{label}: load {e['machine']['load_average_at_start'][0]:.1f} / "
+                         f"{e.get('load_average_at_end', ['?'])[0]} at the start / end, fp32 matmul "
+                         f"{e['matmul_fp32_gflops_before']} / {e.get('matmul_fp32_gflops_after', '?')} GFLOP/s"
+                         for label, (_, e) in zip(("before", "after"), runs, strict=True))
+             + "): CPU seconds per epoch over MMoE's (joint selection), median of the per-repeat ratios of "
+             f"{runs[0][1]['settings']['repeats']} alternated repeats; whole fit ÷ epochs (validation pass and "
+             "snapshots included), the training steps alone in brackets. `multitab_l1_guarded` is the default.", "",
+             "| tasks | model | before | after |", "| --- | --- | --- | --- |"]
+    for t in sorted({r["tasks"] for _, e in runs for r in e["rows"]}):
+        rows = [next(r for r in e["rows"] if r["tasks"] == t) for _, e in runs]
+        for m in models:
+            lines.append(f"| {t} | {m} | " + " | ".join(
+                f"{r['ratio_to_mmoe_median'][m]:.2f}x ({r['loop_ratio_to_mmoe_median'][m]:.2f}x)" for r in rows) + " |")
+    return "\n".join(lines)
+
+
+RENDER = {"epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
                                             default="MultiTab-Net, two blocks, joint selection (the old default)",
                                             labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
           "pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,

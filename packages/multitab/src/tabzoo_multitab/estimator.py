@@ -34,7 +34,7 @@ from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count
 from tabzoo_multitab.baselines import BASELINES
 from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.metrics import task_metric
-from tabzoo_multitab.model import MultiTabNet
+from tabzoo_multitab.model import PREDICT_CHUNK, MultiTabNet
 from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder
 from tabzoo_multitab.selection import SELECTIONS, PerTaskSelector
 from tabzoo_multitab.training import MONITORS, TaskData, fit_model, fit_temperatures, select_context
@@ -278,7 +278,7 @@ class MultiTabEstimator(BaseEstimator):
                              + row_heads * rows * rows)
 
         batch = self._batch_size(n_train) + ctx
-        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, 512) + ctx)))
+        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, PREDICT_CHUNK) + ctx)))
         check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (the parameters grow with the "
                      "square of the column count), a smaller d_embed, n_layers, batch_size or n_context",
                      device=self.device_, detail=f"{params:,} parameters for {tokens} tokens x d_embed {d}")
