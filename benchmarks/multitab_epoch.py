@@ -107,13 +107,16 @@ def timed_batches() -> None:
 
 
 def models(row_dims: list[int], variants: list[str] = (), mmoe_variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
-    out: dict[str, dict[str, Any]] = {"mmoe": dict(architecture="mmoe"), "multitab": dict(architecture="multitab")}
+    # pinned: ``multitab`` = two blocks, every model joint selection unless its variant says otherwise, as in
+    # every committed run (the estimator's default is one block with guarded selection since 2026-11-29)
+    mt, mm = dict(architecture="multitab", n_layers=2, select="joint"), dict(architecture="mmoe", select="joint")
+    out: dict[str, dict[str, Any]] = {"mmoe": dict(mm), "multitab": dict(mt)}
     for v in mmoe_variants:
-        out[f"mmoe_{v}"] = dict(architecture="mmoe", **MMOE_VARIANTS[v])
+        out[f"mmoe_{v}"] = mm | MMOE_VARIANTS[v]
     for r in row_dims:
-        out[f"multitab_r{r}"] = dict(architecture="multitab", row_dim=r)
+        out[f"multitab_r{r}"] = mt | dict(row_dim=r)
     for v in variants:
-        out[f"multitab_{v}"] = dict(architecture="multitab", **VARIANTS[v])
+        out[f"multitab_{v}"] = mt | VARIANTS[v]
     return out
 
 

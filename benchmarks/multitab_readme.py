@@ -29,6 +29,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``guarded``: guarded per-task selection (``select="guarded"``) on the grid, joined with the committed runs;
 * ``guarded-real``: the real tables with the default, MMoE and the selection variants in one run;
 * ``epoch-guarded``: epoch time at 3,000 rows with a validation pass, one block per-task / guarded vs MMoE;
+* ``epoch-speedup``: the same for the default before / after one-pass validation and cheaper snapshots;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -71,14 +72,18 @@ REAL_GUARDED_SUMMARY = "multitab-real-guarded-summary-2026-11-29.json"
 #: epoch time at 3,000 rows with validation: one block per-task / guarded against MMoE joint and per-task
 EPOCH_GUARDED = "multitab-epoch-guarded-2026-11-29.json"
 EPOCH_GUARDED_RUNS = (EPOCH_GUARDED, "multitab-epoch-guarded-b-2026-11-29.json")  # a second run, pooled
+#: epoch time of the default before / after one-pass validation and cheaper snapshots (same flags as ``-b``)
+EPOCH_SPEEDUP_RUNS = ("multitab-epoch-guarded-c-2026-11-29.json", "multitab-epoch-guarded-d-2026-11-29.json")
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
-DEMO = "multitab-demo-2026-11-29/results.json"
+DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
-BLOCKS = {"guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
-NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
+BLOCKS = {"epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+#: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
+#: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
+NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
          "gbdt": "GBDT per task", "mmoe": "MMoE", "ple": "PLE",
          "mt_single": "MultiTab-Net, one shared task token (F-/->T)", "mt_nomask": "MultiTab-Net, no task mask",
          "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1": "MultiTab-Net, one block",
@@ -87,6 +92,8 @@ NAMES = {"multitab": "**MultiTab-Net**", "mt_twin": "single-task MultiTab-Net", 
          "mt_l1_guarded": "MultiTab-Net, one block, guarded selection", "mmoe_guarded": "MMoE, guarded selection",
          "mt_guarded": "MultiTab-Net, guarded selection"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
+#: the rows that are the estimator's default (one block, guarded selection, since 2026-11-29)
+DEFAULT_LABELS = {"mt_l1_guarded": "**MultiTab-Net, one block, guarded selection (the default)**"}
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -334,7 +341,7 @@ def render_epoch_fast() -> str:
              f"{e.get('load_average_at_end', ['?'])[0]} at the end): CPU seconds per epoch over MMoE's at the same "
              "token width (8; MLPs 128-64, 3 tasks), median per-epoch time inside the training loop (whole fit ÷ "
              f"epochs in brackets), median of {e['settings']['repeats']} alternated repeats, one thread; `multitab` = "
-             "the default (two encoder blocks), `multitab_l1` = one encoder block, `multitab_noskip` = no skip "
+             "the default then (two encoder blocks), `multitab_l1` = one encoder block, `multitab_noskip` = no skip "
              "path; FLOPs: matmul and attention FLOPs per training step over MMoE's.", "",
              "| rows, batch | " + " | ".join(variants) + " | FLOPs " + " / ".join(variants) + " |",
              "| --- | " + " | ".join("---" for _ in variants) + " | --- |"]
@@ -346,7 +353,8 @@ def render_epoch_fast() -> str:
     return "\n".join(lines)
 
 
-def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: str = "**MultiTab-Net**, joint selection") -> str:
+def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: str = "**MultiTab-Net**, two blocks, joint selection",
+                   labels: dict[str, str] | None = None) -> str:
     """Per-task against joint model selection (two blocks, one block, MMoE) on the same grid draws: Δm
     against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
     s = _load(name)
@@ -374,7 +382,7 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
 
     for m in models:
         o = g[m]
-        name = default if m == "multitab" else NAMES[m]  # rows unlike the ablations block's
+        name = default if m == "multitab" else (labels or {}).get(m, NAMES[m])  # rows unlike the ablations block's
         lines.append(f"| {name} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(_pm(sizes[n][m]) if m in sizes[n] else "-" for n in levels) + (f" | {rel(tw, m)}" if tw else "") + f" | {rel(mm, m)} |"
                      + (f" {rel(own, m)} |" if own else ""))
@@ -409,7 +417,7 @@ def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED) -> st
     for m in models:
         o = g[m]
         kept = f"{own[m][0]} of {own[m][1]}" if m in own else "-"
-        label = "**MultiTab-Net** (default: two blocks, joint)" if m == "multitab" else NAMES[m]
+        label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else DEFAULT_LABELS.get(m, NAMES[m])
         lines.append(f"| {label} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(f"{o['per_setting_mean'][t]:+.2f} ± {o['per_setting_std'][t]:.2f}" for t in tables)
                      + f" | {kept} |")
@@ -437,7 +445,9 @@ def render_epoch_guarded() -> str:
              + f"): CPU seconds per epoch over MMoE's at the same token width (8; MLPs 128-64), 3,000 training rows, batch "
              f"256, {e0['settings']['n_val']} validation rows scored after every epoch (no early stop), one thread, models "
              "alternated; whole fit ÷ epochs (the validation pass and the per-task snapshots included), the training "
-             "steps alone in brackets; median of the per-repeat ratios, per run (a / b) and pooled over both.", "",
+             "steps alone in brackets; median of the per-repeat ratios, per run (a / b) and pooled over both. "
+             "`multitab` = two blocks, joint selection (the old default), `multitab_l1` = one block, joint, "
+             "`multitab_l1_guarded` = one block, guarded selection (the default since 2026-11-29).", "",
              "| tasks | model | vs MMoE, run a / b | pooled | vs MMoE per-task, run a / b | pooled |",
              "| --- | --- | --- | --- | --- | --- |"]
     for t in sorted({r["tasks"] for _, e in runs for r in e["rows"]}):
@@ -454,8 +464,32 @@ def render_epoch_guarded() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
-                                            default="**MultiTab-Net** (the default: two blocks, joint selection)"), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
+def render_epoch_speedup() -> str:
+    """Epoch time of the default before and after the validation-pass and snapshot changes (one run
+    each, the same flags): each model's median per-repeat ratio to MMoE, whole fit ÷ epochs and the
+    training steps alone."""
+    runs = [(name, _load(name)) for name in EPOCH_SPEEDUP_RUNS]
+    models = ["multitab_l1", "multitab_l1_pertask", "multitab_l1_guarded"]
+    lines = [" and ".join(f"`benchmarks/results/{n}`" for n, _ in runs) + " (the flags of `epoch-guarded-b`, "
+             + "; ".join(f"{label}: load {e['machine']['load_average_at_start'][0]:.1f} / "
+                         f"{e.get('load_average_at_end', ['?'])[0]} at the start / end, fp32 matmul "
+                         f"{e['matmul_fp32_gflops_before']} / {e.get('matmul_fp32_gflops_after', '?')} GFLOP/s"
+                         for label, (_, e) in zip(("before", "after"), runs, strict=True))
+             + "): CPU seconds per epoch over MMoE's (joint selection), median of the per-repeat ratios of "
+             f"{runs[0][1]['settings']['repeats']} alternated repeats; whole fit ÷ epochs (validation pass and "
+             "snapshots included), the training steps alone in brackets. `multitab_l1_guarded` is the default.", "",
+             "| tasks | model | before | after |", "| --- | --- | --- | --- |"]
+    for t in sorted({r["tasks"] for _, e in runs for r in e["rows"]}):
+        rows = [next(r for r in e["rows"] if r["tasks"] == t) for _, e in runs]
+        for m in models:
+            lines.append(f"| {t} | {m} | " + " | ".join(
+                f"{r['ratio_to_mmoe_median'][m]:.2f}x ({r['loop_ratio_to_mmoe_median'][m]:.2f}x)" for r in rows) + " |")
+    return "\n".join(lines)
+
+
+RENDER = {"epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
+                                            default="MultiTab-Net, two blocks, joint selection (the old default)",
+                                            labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
           "pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,
           "grid-skip2": lambda: render_grid(SKIP2_SUMMARY), "grid-skip": lambda: render_grid(SKIP_SUMMARY),
           "backbone": render_backbone, "backbone-b": lambda: render_backbone(BACKBONE_B), "grid-sizes": render_grid, "grid-twin": render_twin, "grid-nostop": render_nostop, "grid-big": render_big, "grid-5000": render_5000, "epoch": render_epoch, "demo": render_demo}

@@ -81,7 +81,9 @@ class MultiTabConfig:
     :param n_layers: encoder blocks ``N``. ``1`` is the speed setting: an epoch within 1.5x MMoE's
         (1.35x at 300 rows / batch 32, 1.47x at 3,000 / 256, against 2.09x / 2.60x with 2:
         ``benchmarks/results/multitab-epoch-fast-2026-11-29.json``) at a mean validation EV 0.0005
-        below 2 on 12 grid draws (``multitab-backbone-c-2026-11-29.json``; 2 kept as the default).
+        below 2 on 12 grid draws (``multitab-backbone-c-2026-11-29.json``). This dataclass's default
+        stays 2 (checkpoints store the value; the conformance kit pins 2); the estimator's default is
+        1 since 2026-11-29, with guarded selection (:class:`~tabzoo_multitab.estimator.MultiTabEstimator`).
         Counting the validation pass, one block is 1.58x / 1.49x MMoE's epoch at 3,000 rows with 3 / 5
         tasks (``multitab-epoch-guarded{,-b}-2026-11-29.json``).
     :param n_heads: inter-feature attention heads (must divide ``d_embed``).

@@ -34,7 +34,7 @@ from tabzoo.kernels.memory import check_memory, inference_bytes, parameter_count
 from tabzoo_multitab.baselines import BASELINES
 from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.metrics import task_metric
-from tabzoo_multitab.model import MultiTabNet
+from tabzoo_multitab.model import PREDICT_CHUNK, MultiTabNet
 from tabzoo_multitab.preprocess import FeatureEncoder, TargetEncoder
 from tabzoo_multitab.selection import SELECTIONS, PerTaskSelector
 from tabzoo_multitab.training import MONITORS, TaskData, fit_model, fit_temperatures, select_context
@@ -63,6 +63,13 @@ class MultiTabEstimator(BaseEstimator):
     :param d_embed, n_layers, n_heads, row_heads, mask, inter_sample, dropout, ff_mult, head_hidden: MultiTab-Net
         settings (see :class:`~tabzoo_multitab.config.MultiTabConfig`); ``d_embed``/``dropout``
         also apply to the baselines.
+        ``n_layers`` (encoder blocks) defaults to 1 since 2026-11-29 (issue 26; 2 before, still
+        available): with ``select="guarded"`` it has the best grid Δm of the models run (see
+        ``select``), and its epoch is ~1.7x faster than two blocks'. Not met: the issue's epoch time
+        within 1.5x MMoE's. At 3,000 rows / batch 256, the validation pass included, one block with
+        guarded selection takes 1.59x (3 tasks) / 1.52x (5 tasks) MMoE's epoch (two blocks: 2.6-2.9x;
+        ``benchmarks/results/multitab-epoch-guarded{,-b}-2026-11-29.json``); per training step it
+        does 2.4x / 2.7x MMoE's matmul and attention FLOPs.
     :param hidden: hidden widths of the baselines' MLPs.
     :param n_context: rows of the fixed, seeded prediction context (MultiTab-Net).
     :param max_epochs, batch_size, lr, weight_decay, patience: training, with early stopping.
@@ -74,35 +81,35 @@ class MultiTabEstimator(BaseEstimator):
         keeps the probabilities calibrated; ``"metric"`` = the mean per-task validation metric (AUC
         for classification, explained variance for regression), blind to calibration: it keeps the
         first epoch that ranks well, often with far too soft probabilities.
-    :param select: how the kept weights are chosen (:mod:`tabzoo_multitab.selection`): ``"joint"``
-        (default) = one set of weights, the best epoch of the criterion over all tasks;
-        ``"per_task"`` = each task keeps the weights of its own best epoch by its own validation score
-        (the ``early_stopping`` criterion of that task alone), training stops when no task has
-        improved for ``patience`` epochs, and task ``t`` is predicted with its own weights
-        (``task_model_``: one forward pass and one copy of the weights per distinct best epoch;
-        ``task_epochs_`` holds the epochs). With one task the two are the same. Why joint stays the
-        default (issue 26, 2026-11-29, the grid's recipe, 3 seeds): on MultiTab-Bench's 300- and
-        1,000-row settings per-task selection lifts MultiTab-Net's Δm against the single-task MLP from
-        +0.59 to +0.86 % (9 against 7 of 12 settings above it; better in 22 of 36 draws, worse in 8;
-        ``benchmarks/results/multitab-grid-sizes-pertask-summary-2026-11-29.json``), but on the four
-        real tables it lowers it from +0.27 to -1.05 % (better in 6 of 12 draws, worse in 6; AER
-        CPS1985's log wage, 107 validation rows, took epoch 3 in two of three seeds;
-        ``multitab-real-pertask-summary-2026-11-29.json``): on a small validation split one task's
-        best epoch is mostly noise, which the mean over tasks averages out. MMoE moves the same way
-        (grid +0.63 to +0.80 %, real -0.67 to -2.07 %). Cost: longer fits (a task that still improves
-        keeps the run going) and up to ``t`` forward passes at prediction.
-        ``"guarded"`` = per-task selection with a guard against a noisy small validation split
-        (:func:`~tabzoo_multitab.selection.guard`): training runs as under ``"per_task"``, then task
-        ``t`` keeps its own best epoch only if its per-row validation losses there beat those of the
-        joint-best epoch by more than 2 standard errors of the paired difference (one-sided, fixed a
-        priori), else it takes the joint-best weights. ``selection_`` records per task the weights
-        used (``"own"`` / ``"joint"``), the epochs, the statistic and why. With ``n_layers=1`` it has
-        the best grid Δm of the models run (+0.71 % against the single-task MLP, 15 of 18 settings;
-        MMoE +0.45 %; ``benchmarks/results/multitab-grid-sizes-guarded-all-summary-2026-11-29.json``)
-        and 3 of 4 real tables above the MLP (mean -0.16 %, the default +0.27 %;
-        ``multitab-real-guarded-summary-2026-11-29.json``), but its epoch is 1.59x / 1.52x MMoE's
-        at 3,000 rows (3 / 5 tasks; ``multitab-epoch-guarded{,-b}-2026-11-29.json``), above the
-        issue's 1.5x, so joint stays the default (README, "Guarded per-task selection").
+    :param select: how the kept weights are chosen (:mod:`tabzoo_multitab.selection`), for every
+        architecture: ``"guarded"`` (default since 2026-11-29, issue 26) = per-task selection with a
+        guard against a noisy small validation split (:func:`~tabzoo_multitab.selection.guard`):
+        training runs as under ``"per_task"``, then task ``t`` keeps its own best epoch only if its
+        per-row validation losses there beat those of the joint-best epoch by more than 2 standard
+        errors of the paired difference (one-sided, fixed a priori), else it takes the joint-best
+        weights. ``selection_`` records per task the weights used (``"own"`` / ``"joint"``), the
+        epochs, the statistic and why. ``"joint"`` (the default before) = one set of weights, the
+        best epoch of the criterion over all tasks. ``"per_task"`` = each task keeps the weights of
+        its own best epoch by its own validation score (the ``early_stopping`` criterion of that
+        task alone). Under ``"per_task"`` and ``"guarded"`` training stops when no task has improved
+        for ``patience`` epochs, and task ``t`` is predicted with its weights (``task_model_``: one
+        forward pass and one copy of the weights per distinct epoch used; ``task_epochs_`` holds the
+        epochs). With one task, or without validation rows, all three are joint selection.
+        Why guarded, with ``n_layers=1`` (the default pair; MultiTab-Bench grid, 18 settings x 3
+        seeds, the grid's recipe): Δm against the single-task MLP +0.71 %, positive in 15 of 18
+        settings, the best mean of the models run on all 18 (MMoE +0.45 %, MMoE per-task +0.58 %;
+        MMoE guarded, run on 12 settings only, +0.84 % there;
+        ``benchmarks/results/multitab-grid-sizes-guarded-all-summary-2026-11-29.json``); on the four
+        real tables 3 of 4 above the MLP, mean -0.16 %
+        (``multitab-real-guarded-summary-2026-11-29.json``; MMoE guarded 1 of 4, -0.61 %). The old default (two blocks, joint):
+        11 of 18 settings positive and below MMoE on the grid; 2 of 4 real tables, mean +0.27 %
+        (higher: the guarded pair loses 3.15 % on AER CPS1985). Unguarded ``"per_task"`` lifted the
+        grid (+0.59 to +0.86 % on the 300- and 1,000-row settings) but lowered the real tables
+        (+0.27 to -1.05 %; CPS1985's log wage, 107 validation rows, took epoch 3 in two of three
+        seeds; ``multitab-real-pertask-summary-2026-11-29.json``): on a small validation split one
+        task's best epoch is mostly noise, which the guard asks evidence against. Cost: longer fits
+        (a task that still improves keeps the run going), a copy of the weights per improving
+        epoch, and up to ``t`` forward passes at prediction.
     :param calibration: ``"temperature"`` (default) = after training, one temperature per
         classification task, fitted on the held-out rows (the validation slice or ``eval_set``) to
         minimise their log-loss, divides the logits in :meth:`predict_proba` (``temperatures_``);
@@ -149,7 +156,7 @@ class MultiTabEstimator(BaseEstimator):
     """
 
     def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,
-                 task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 2,
+                 task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 1,
                  n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
                  dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
                  hidden: Sequence[int] = (256, 128), n_context: int = 256,
@@ -159,7 +166,7 @@ class MultiTabEstimator(BaseEstimator):
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
-                 skip_layers: int = 2, select: str = "joint") -> None:
+                 skip_layers: int = 2, select: str = "guarded") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -271,7 +278,7 @@ class MultiTabEstimator(BaseEstimator):
                              + row_heads * rows * rows)
 
         batch = self._batch_size(n_train) + ctx
-        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, 512) + ctx)))
+        peak = max(training_bytes(params, acts(batch)), inference_bytes(params, acts(min(n_rows, PREDICT_CHUNK) + ctx)))
         check_memory(f"{type(self).__name__}.fit", peak, "use fewer features (the parameters grow with the "
                      "square of the column count), a smaller d_embed, n_layers, batch_size or n_context",
                      device=self.device_, detail=f"{params:,} parameters for {tokens} tokens x d_embed {d}")

@@ -28,7 +28,7 @@ from tabzoo_multitab.config import MultiTabConfig
 from tabzoo_multitab.embedding import FeatureEmbedding
 from tabzoo_multitab.heads import TaskHeads
 
-__all__ = ["MultiTabNet", "EncoderBlock", "feature_mask", "row_mask", "build"]
+__all__ = ["MultiTabNet", "EncoderBlock", "PREDICT_CHUNK", "feature_mask", "row_mask", "build"]
 
 
 def feature_mask(cfg: MultiTabConfig) -> Mask:
@@ -36,6 +36,12 @@ def feature_mask(cfg: MultiTabConfig) -> Mask:
     if cfg.mask == "none":
         return full()
     return task_tokens(cfg.n_features, cfg.n_task_tokens, cfg.mask)
+
+
+#: query rows per prediction pass (:meth:`MultiTabNet.predict`). 1,024 since 2026-11-29 (512 before):
+#: a validation split of 513-1,024 rows (600 in ``benchmarks/multitab_epoch.py``) takes one pass, so
+#: its 256-row context is encoded once per epoch, not twice (issue 26 item 4)
+PREDICT_CHUNK = 1024
 
 
 def row_mask(n_rows: int, n_context: int | None, query_mask: torch.Tensor | None) -> Mask | torch.Tensor | None:
@@ -175,9 +181,11 @@ class MultiTabNet(nn.Module):
 
     @torch.no_grad()
     def predict(self, x_num: torch.Tensor, x_cat: torch.Tensor | None, context: tuple[torch.Tensor, torch.Tensor | None] | None,
-                chunk: int = 512) -> torch.Tensor:
+                chunk: int = PREDICT_CHUNK) -> torch.Tensor:
         """Outputs ``[N, sum(n_out)]`` of query rows ``x_num [N, F]``, each read against the fixed
-        ``context = (ctx_num [K, F], ctx_cat)``; independent of how the query rows are chunked."""
+        ``context = (ctx_num [K, F], ctx_cat)``; independent of how the query rows are chunked (up
+        to float rounding). Each chunk encodes the context again, so ``chunk`` (:data:`PREDICT_CHUNK`)
+        trades memory for passes."""
         outs = []
         for s in range(0, x_num.shape[0], chunk):
             qn, qc = x_num[s:s + chunk], (x_cat[s:s + chunk] if x_cat is not None else None)
