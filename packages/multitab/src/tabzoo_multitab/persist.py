@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from tabzoo.errors import CheckpointError, TabzooInputError
+from tabzoo.checkpoint import labels_from_state, labels_state
+from tabzoo.errors import CheckpointError
 from tabzoo.estimators import resolve_device
 from tabzoo.estimators.preprocessing import NUMERIC, TabularPreprocessor
 from tabzoo.estimators.sk import check_is_fitted
@@ -45,29 +46,6 @@ LAYOUT = 1
 def _files(stem: Path) -> list[Path]:
     model = stem.with_name(stem.name + ".model")
     return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
-
-
-def _labels_state(classes: np.ndarray | None) -> dict[str, Any] | None:
-    """A task's ``classes_`` as JSON: the labels as Python str / int / float / bool values, with
-    the array's dtype (object arrays of such values included)."""
-    if classes is None:
-        return None
-    labels = [c.item() if isinstance(c, np.generic) else c for c in classes.tolist()]
-    if not all(isinstance(c, (str, int, float, bool)) for c in labels):
-        raise TabzooInputError("only str, int, float or bool class labels can be saved; convert y's labels "
-                               "to one of those types before fit.")
-    return {"labels": labels, "dtype": classes.dtype.str}
-
-
-def _labels_from_state(state: dict[str, Any] | None) -> np.ndarray | None:
-    if state is None:
-        return None
-    dtype = np.dtype(state["dtype"])
-    if dtype.kind == "O":  # keep Python objects as they were (np.asarray would cast ints to float)
-        out = np.empty(len(state["labels"]), dtype=object)
-        out[:] = state["labels"]
-        return out
-    return np.asarray(state["labels"], dtype=dtype)
 
 
 def _who(cls: type) -> str:
@@ -92,7 +70,7 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
         "params": est.get_params(deep=False),
         "encoder": est.encoder_.pre.state_dict(),
         "tasks": [[t.name, t.kind, t.n_classes] for t in tenc.tasks],
-        "classes": [_labels_state(c) for c in tenc.classes],
+        "classes": [labels_state(c) for c in tenc.classes],
         "stats": [[float(m), float(s)] for m, s in tenc.stats],
         "context": None if ctx is None else [ctx[0].detach().cpu(), None if ctx[1] is None else ctx[1].detach().cpu()],
         "single_output": bool(est.single_output_),
@@ -150,7 +128,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     est.encoder_ = enc
     tenc = TargetEncoder()
     tenc.tasks = tasks
-    tenc.classes = [_labels_from_state(c) for c in state["classes"]]
+    tenc.classes = [labels_from_state(c) for c in state["classes"]]
     tenc.stats = [(float(m), float(s)) for m, s in state["stats"]]
     est.target_encoder_ = tenc
     est.tasks_ = tuple(tasks)

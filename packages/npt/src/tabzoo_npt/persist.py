@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tabzoo.errors import CheckpointError, TabzooInputError
+from tabzoo.checkpoint import labels_from_state, labels_state
+from tabzoo.errors import CheckpointError
 from tabzoo.estimators.base import resolve_device
 from tabzoo.estimators.preprocessing import TabularPreprocessor
 from tabzoo.estimators.sk import check_is_fitted
@@ -39,20 +40,6 @@ def _files(stem: Path) -> list[Path]:
     return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
 
 
-def _labels_state(classes: np.ndarray) -> dict[str, Any]:
-    """``classes_`` as JSON: str labels as a list, numeric labels with their dtype."""
-    if classes.dtype.kind in "OUS":
-        if not all(isinstance(c, str) for c in classes.tolist()):
-            raise TabzooInputError("only str or numeric class labels can be saved; convert y to one type before fit.")
-        return {"labels": [str(c) for c in classes.tolist()], "dtype": "str"}
-    return {"labels": classes.tolist(), "dtype": classes.dtype.str}
-
-
-def _labels_from_state(state: dict[str, Any]) -> np.ndarray:
-    kind = state["dtype"]
-    return np.asarray(state["labels"], dtype=object if kind == "str" else np.dtype(kind))
-
-
 def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Save the fitted NPT estimator ``est`` at stem ``path``; returns the stem.
 
@@ -66,7 +53,7 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
     encoder: TableEncoder = est.encoder_
     fitted: dict[str, Any] = {"targets": list(est.targets_)}
     if hasattr(est, "classes_"):
-        fitted["classes"] = _labels_state(np.asarray(est.classes_))
+        fitted["classes"] = labels_state(np.asarray(est.classes_))
     if hasattr(est, "y_mean_"):
         fitted.update(y_mean=np.asarray(est.y_mean_, np.float64), y_std=np.asarray(est.y_std_, np.float64),
                       multi=bool(est._multi))
@@ -106,7 +93,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     fitted = state["fitted"]
     est.targets_ = tuple(int(t) for t in fitted["targets"])
     if "classes" in fitted:
-        est.classes_ = _labels_from_state(fitted["classes"])
+        est.classes_ = labels_from_state(fitted["classes"])
         est.n_classes_ = len(est.classes_)
     if "y_mean" in fitted:
         est.y_mean_, est.y_std_ = np.asarray(fitted["y_mean"]), np.asarray(fitted["y_std"])

@@ -13,6 +13,7 @@ One save/load path for every model and estimator:
 from __future__ import annotations
 
 from tabzoo.checkpoint.io import flatten_state, unflatten_state
+from tabzoo.checkpoint.labels import labels_from_state, labels_state
 from tabzoo.checkpoint.pair import (
     FORMAT,
     STATE_FORMAT,
@@ -61,6 +62,8 @@ __all__ = [
     "resolve_checkpoint",
     "save_checkpoint",
     "save_state",
+    "labels_state",
+    "labels_from_state",
     "saved_estimator",
     "shipped_checkpoints",
     "shipped_dir",
