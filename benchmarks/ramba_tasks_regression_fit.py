@@ -1,4 +1,4 @@
-"""Ramba.fit's own hold-out and snapshot averaging on nyc-arr-delay, against flat LightGBM on the same rows.
+"""Ramba.fit's own hold-out and snapshot averaging on nyc-arr-delay (and nyc-dep-delayed), against flat LightGBM on the same rows.
 
     OMP_NUM_THREADS=1 nice -n 10 uv run --group bench python benchmarks/ramba_tasks_regression_fit.py \
         [--seeds 0,1,2] [--members 5] [--hold 1000] [--snapshot-every 25] [--train 1000 --steps 150] \
@@ -23,6 +23,10 @@ Beside it, per seed, flat LightGBM (the committed tuned configuration, ``gbdt_fl
 study): trained on fit's 1,000 training rows and early-stopped on its hold-out (raw and with the
 hold-out's line, the same rows and line as Ramba), and trained on all 2,000 rows early-stopped on
 the val draw (what a user would run on the whole train split).
+
+``--task nyc-dep-delayed`` (classification): the same, without the line (``recalibrate`` is
+regression's), scored by ROC-AUC; no peers are run (the committed ones of ``ramba-tasks-model-``
+use these draws).
 """
 
 from __future__ import annotations
@@ -42,12 +46,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
-from ramba_tasks_model import _draws  # noqa: E402
+from ramba_tasks_model import _draws, _metric  # noqa: E402
 from ramba_tasks_regression_ensemble import r2  # noqa: E402
 from ramba_tasks_regression_select import gbdt_flat, hold_draw  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PARTS = ("val", "hold", "test")
+PARTS = ("hold", "test")  # the parts whose per-member predictions are kept (classification: test only)
 torch.set_num_threads(1)
 
 
@@ -61,7 +65,8 @@ def merged_train(a: Any, b: Any) -> Any:
 
 
 def member_preds(r: Any, seqs: dict[str, list[Any]]) -> dict[str, np.ndarray]:
-    """Each member's uncalibrated prediction (the mean over its kept states) ``[K, n]`` per part."""
+    """Each member's uncalibrated prediction (the mean raw output over its kept states, mapped back:
+    a value, or a probability) ``[K, n]`` per part."""
     s, cal = r.snapshots_per_member, r.calibration
     r.calibration = None
     try:
@@ -71,17 +76,29 @@ def member_preds(r: Any, seqs: dict[str, list[Any]]) -> dict[str, np.ndarray]:
         r.calibration = cal
 
 
-def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np.ndarray]]) -> dict[str, Any]:
-    """Test R^2 (mean, std over seeds, per seed) of ``ens-K`` and ``ens-K+recal`` (line on the hold-out)."""
+def combine(p: np.ndarray, kind: str) -> np.ndarray:
+    """The mean of member predictions ``[K, n]`` as ``Ramba.predict`` forms it (before the
+    regression line): the mean value, or the sigmoid of the mean logit."""
+    if kind == "regression":
+        return p.mean(0)
+    q = np.clip(p, 1e-15, 1 - 1e-15)
+    return 1.0 / (1.0 + np.exp(-np.log(q / (1 - q)).mean(0)))
+
+
+def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np.ndarray]],
+              kind: str = "regression") -> dict[str, Any]:
+    """Test metric (R^2 / ROC-AUC; mean, std over seeds, per seed) of ``ens-K`` (the first K
+    members' mean) and, for regression, ``ens-K+recal`` (mapped by the line fitted on the hold-out)."""
     from tabzoo_ramba.train import linear_recalibration
 
     rows: dict[str, list[float]] = {}
     for s in sorted(preds):
         for k in range(1, preds[s]["test"].shape[0] + 1):
-            p = {part: preds[s][part][:k].mean(0) for part in PARTS}
-            a, b = linear_recalibration(p["hold"], y[s]["hold"])
-            rows.setdefault(f"ens-{k}", []).append(r2(y[s]["test"], p["test"]))
-            rows.setdefault(f"ens-{k}+recal", []).append(r2(y[s]["test"], a * p["test"] + b))
+            p = {part: combine(v[:k], kind) for part, v in preds[s].items()}
+            rows.setdefault(f"ens-{k}", []).append(_metric(kind, y[s]["test"], p["test"]))
+            if kind == "regression":
+                a, b = linear_recalibration(p["hold"], y[s]["hold"])
+                rows.setdefault(f"ens-{k}+recal", []).append(r2(y[s]["test"], a * p["test"] + b))
     return {name: {"test_mean": float(np.mean(v)), "test_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
                    "test": v} for name, v in rows.items()}
 
@@ -107,6 +124,8 @@ def main() -> None:
     p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--preds", default=None, help="npz of the per-member predictions (written; read with --summarise-only)")
     p.add_argument("--summarise-only", action="store_true")
+    p.add_argument("--run-records", default="", help="with --summarise-only: the training runs' JSONs (comma-"
+                   "separated), whose fit runs, load and time records are kept")
     p.add_argument("--out", default=None)
     p.add_argument("--note", default="")
     args = p.parse_args()
@@ -118,7 +137,7 @@ def main() -> None:
     draw = _draws(full, args.train, args.val, args.test)
     given = merged_train(draw["train"], hold_draw(full["train"], draw["train"], args.hold))
     path = Path(args.out) if args.out else RESULTS / f"ramba-tasks-regression-fit-{dt.date.today()}.json"
-    preds_path = Path(args.preds) if args.preds else None
+    preds_path = Path(args.preds) if args.preds and not args.summarise_only else None
     carved = {s: carve_hold(given, args.hold, s) for s in seeds}
     y = {s: {"val": draw["val"].y, "hold": c[1].y, "test": draw["test"].y} for s, c in carved.items() if c}
     meta: dict[str, Any] = {
@@ -126,19 +145,21 @@ def main() -> None:
         "n": {"fit_train": len(given) - args.hold, "hold": args.hold, "val": len(draw["val"]), "test": len(draw["test"])},
         "seeds": seeds, "fit": {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
                                 "ensemble": args.members, "snapshot_every": args.snapshot_every,
-                                "hold": args.hold, "recalibrate": True},
+                                "hold": args.hold, "recalibrate": bt.task.kind == "regression"},
+        "metric": "r2" if bt.task.kind == "regression" else "roc_auc",
         "sampler": {"n_child": args.n_child, "max_rows": args.max_rows, "policy": "recent"},
         "config": {"preset": "tiny", "text_encoder": "hashing"}, "load_average_at_start": load0,
         **({"note": args.note} if args.note else {})}
     peers: dict[str, Any] = {}
-    for s in seeds:  # LightGBM on fit's own rows, early-stopped on its hold-out (with its line)
+    for s in seeds if bt.task.kind == "regression" else ():  # (classification: the committed peers)  # LightGBM on fit's own rows, early-stopped on its hold-out (with its line)
         rest, hold = carved[s]  # type: ignore[misc]
         with warnings.catch_warnings():  # gbdt_flat's spread over one seed is NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             g = gbdt_flat(bt, db, {"train": rest, "val": draw["val"], "test": draw["test"]}, hold, [s])
         peers.setdefault("lightgbm-flat-fit-rows-es-hold", []).append(g["lightgbm-flat-es-hold"]["runs"][0])
-    g = gbdt_flat(bt, db, {"train": given, "val": draw["val"], "test": draw["test"]}, carved[seeds[0]][1], seeds)  # type: ignore[index]
-    peers["lightgbm-flat-all-rows-es-val"] = g["lightgbm-flat-es-val"]["runs"]
+    if bt.task.kind == "regression":
+        g = gbdt_flat(bt, db, {"train": given, "val": draw["val"], "test": draw["test"]}, carved[seeds[0]][1], seeds)  # type: ignore[index]
+        peers["lightgbm-flat-all-rows-es-val"] = g["lightgbm-flat-es-val"]["runs"]
     peer_summary = {name: {key: [float(np.mean([r[key] for r in runs])), float(np.std([r[key] for r in runs], ddof=1))]
                            for key in ("test", "test_recal")} | {"runs": runs} for name, runs in peers.items()}
     for name, v in peer_summary.items():
@@ -147,24 +168,28 @@ def main() -> None:
     fitted: dict[int, dict[str, Any]] = {}
     preds: dict[int, dict[str, np.ndarray]] = {}
     if args.summarise_only:
-        if preds_path is None:
+        if not args.preds:
             raise SystemExit("--summarise-only needs --preds")
-        z = np.load(preds_path)
-        for name in z.files:
-            s_, part = name.split("|")
-            preds.setdefault(int(s_[1:]), {})[part] = z[name].astype(np.float64)
-        if path.exists():
-            old = json.loads(path.read_text())
-            fitted = {int(k): v for k, v in old.get("fit_runs", {}).items()}
-            meta["training_run"] = {k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s")
-                                    if k in old}
+        for q in args.preds.split(","):
+            z = np.load(q)
+            for name in z.files:
+                s_, part = name.split("|")
+                if part in PARTS:
+                    preds.setdefault(int(s_[1:]), {})[part] = z[name].astype(np.float64)
+        meta["summarised_from"] = [Path(q).name for q in args.preds.split(",")]
+        meta["training_runs"] = []
+        for rec in filter(None, args.run_records.split(",")):
+            old = json.loads(Path(rec).read_text())
+            fitted |= {int(k): {"test": v.pop("test_r2", None)} | v for k, v in old.get("fit_runs", {}).items()}
+            meta["training_runs"].append({"file": Path(rec).name} | {
+                k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s", "seeds_done") if k in old})
 
     def save() -> dict[str, Any]:
         out = meta | {"fit_runs": {str(s): v for s, v in sorted(fitted.items())},
-                      "fit_test": [float(np.mean([v["test_r2"] for v in fitted.values()])),
-                                   float(np.std([v["test_r2"] for v in fitted.values()], ddof=1))
+                      "fit_test": [float(np.mean([v["test"] for v in fitted.values()])),
+                                   float(np.std([v["test"] for v in fitted.values()], ddof=1))
                                    if len(fitted) > 1 else 0.0] if fitted else None,
-                      "estimators": summarise(y, preds) if preds else {}, "peers": peer_summary,
+                      "estimators": summarise(y, preds, bt.task.kind) if preds else {}, "peers": peer_summary,
                       "seeds_done": sorted(preds), "load_average_at_end": list(os.getloadavg()),
                       "total_s": round(time.time() - t0, 1), "machine": machine_info()}
         path.write_text(json.dumps(out, indent=1, default=float) + "\n")
@@ -179,19 +204,23 @@ def main() -> None:
         c0, w0 = time.process_time(), time.time()
         r.fit(db, bt.task, {"train": given, "val": draw["val"], "test": draw["test"]}, steps=args.steps,
               batch_size=args.batch_size, lr=args.lr, ensemble=args.members, snapshot_every=args.snapshot_every,
-              hold=args.hold, recalibrate=True)
-        fit_cpu = time.process_time() - c0
-        seqs = {"val": r._seqs(db, draw["val"].seeds), "hold": r._seqs(db, carved[s][1].seeds),  # type: ignore[index]
-                "test": r._seqs(db, draw["test"].seeds)}
-        test_pred = r._predict_seqs(seqs["test"])
-        preds[s] = {k: v.astype(np.float32).astype(np.float64) for k, v in member_preds(r, seqs).items()}  # as kept
-        fitted[s] = {"test_r2": r2(draw["test"].y, test_pred), "calibration": list(r.calibration or ()),
+              hold=args.hold, recalibrate=bt.task.kind == "regression")
+        fit_cpu, fit_wall = time.process_time() - c0, time.time() - w0
+        seqs = {"test": r._seqs(db, draw["test"].seeds)}
+        if bt.task.kind == "regression":
+            seqs["hold"] = r._seqs(db, carved[s][1].seeds)  # type: ignore[index]
+        each = member_preds(r, seqs)
+        a, b = r.calibration or (1.0, 0.0)
+        test_pred = combine(each["test"], bt.task.kind)  # Ramba.predict's, from the members' (up to rounding)
+        test_pred = a * test_pred + b if bt.task.kind == "regression" else test_pred
+        preds[s] = {k: v.astype(np.float32).astype(np.float64) for k, v in each.items()}  # as kept
+        fitted[s] = {"test": _metric(bt.task.kind, draw["test"].y, test_pred), "calibration": list(r.calibration or ()),
                      "states": len(r.members), "snapshots_per_member": r.snapshots_per_member,
-                     "fit_cpu_s": round(fit_cpu, 1), "fit_and_predict_wall_s": round(time.time() - w0, 1)}
-        print(f"seed {s}: fit test R2 {fitted[s]['test_r2']:.4f} ({fit_cpu:.0f} cpu s)", file=sys.stderr, flush=True)
+                     "fit_cpu_s": round(fit_cpu, 1), "fit_wall_s": round(fit_wall, 1), "fit_and_predict_wall_s": round(time.time() - w0, 1)}
+        print(f"seed {s}: fit test {fitted[s]['test']:.4f} ({fit_cpu:.0f} cpu s)", file=sys.stderr, flush=True)
         if preds_path is not None:
-            np.savez_compressed(preds_path, **{f"s{k}|{part}": v[part].astype(np.float32)
-                                               for k, v in preds.items() for part in PARTS})
+            np.savez_compressed(preds_path, **{f"s{k}|{part}": q.astype(np.float32)
+                                               for k, v in preds.items() for part, q in v.items()})
         out = save()
     print(json.dumps({"fit_test": out["fit_test"], **{k: [v["test_mean"], v["test_std"]]
                                                       for k, v in out["estimators"].items()}}, indent=1))

@@ -126,7 +126,8 @@ class Ramba:
     :param sampler: the subgraph budget.
 
     ``fit(ensemble=K)`` trains K members and predicts their mean (:attr:`members`; member 0 is
-    :attr:`model`).
+    :attr:`model`); ``fit(snapshot_every=E)`` keeps several states of each member and averages
+    them; ``fit(hold=N)`` carves its own hold-out from the train split (:func:`carve_hold`).
 
     Memory: ``fit`` estimates a training step's peak from the longest serialized sequence and
     ``batch_size`` before training, and raises :class:`~tabzoo.errors.MemoryLimitError` with the
