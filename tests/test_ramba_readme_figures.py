@@ -324,3 +324,26 @@ def _fit_option_figures() -> list[tuple[str, str]]:
 def test_readme_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _delay_fit_figures() -> list[tuple[str, str]]:
+    """The same fit options on ``nyc-dep-delayed`` (``ramba-tasks-delay-fit-2026-11-29.json``), against
+    the committed small-budget default and flat LightGBM on those draws."""
+    d = json.loads((RESULTS / "ramba-tasks-delay-fit-2026-11-29.json").read_text())
+    e, committed = d["estimators"], _models("2026-11-27")
+    runs = [d["fit_runs"][str(s)] for s in d["seeds_done"]]
+
+    def pm(m: float, s: float) -> str:
+        return f"{m:.3f} +- {s:.3f}"
+
+    return [("delay fit", f"ROC-AUC {pm(*d['fit_test'])} (" + " / ".join(f"{r['test']:.3f}" for r in runs) + ")"),
+            ("delay one member", f"one member's snapshot average {pm(e['ens-1']['test_mean'], e['ens-1']['test_std'])}"),
+            ("delay committed", f"the committed default fit {pm(committed['ramba']['test_mean'], committed['ramba']['test_std'])}"
+             f" and flat LightGBM on the 1,000-row train draw {pm(committed['lightgbm-flat-train-draw']['test_mean'], committed['lightgbm-flat-train-draw']['test_std'])}"),
+            ("delay cost", "training " + " / ".join(f"{r['fit_cpu_s']:.0f}" for r in runs) + " CPU s")]
+
+
+@pytest.mark.parametrize(("what", "text"), _delay_fit_figures())
+def test_readme_delay_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
