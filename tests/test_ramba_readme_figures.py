@@ -330,7 +330,7 @@ def _delay_fit_figures() -> list[tuple[str, str]]:
     """The same fit options on ``nyc-dep-delayed`` (``ramba-tasks-delay-fit-2026-11-29.json``), against
     the committed small-budget default and flat LightGBM on those draws."""
     d = json.loads((RESULTS / "ramba-tasks-delay-fit-2026-11-29.json").read_text())
-    e, committed = d["estimators"], _models("2026-11-27")
+    e, committed, rerun = d["estimators"], _models("2026-11-27"), _models("delay-default-2026-11-29")["ramba"]
     runs = [d["fit_runs"][str(s)] for s in d["seeds_done"]]
 
     def pm(m: float, s: float) -> str:
@@ -340,7 +340,9 @@ def _delay_fit_figures() -> list[tuple[str, str]]:
             ("delay one member", f"one member's snapshot average {pm(e['ens-1']['test_mean'], e['ens-1']['test_std'])}"),
             ("delay committed", f"the committed default fit {pm(committed['ramba']['test_mean'], committed['ramba']['test_std'])}"
              f" and flat LightGBM on the 1,000-row train draw {pm(committed['lightgbm-flat-train-draw']['test_mean'], committed['lightgbm-flat-train-draw']['test_std'])}"),
-            ("delay cost", "training " + " / ".join(f"{r['fit_cpu_s']:.0f}" for r in runs) + " CPU s")]
+            ("delay cost", "training " + " / ".join(f"{r['fit_cpu_s']:.0f}" for r in runs) + " CPU s"),
+            ("delay default rerun", "gives the same " + " / ".join(f"{r['test']:.3f}" for r in rerun["runs"]) + " in "
+             + " / ".join(f"{r['cpu_s']:.0f}" for r in rerun["runs"]) + " CPU s")]
 
 
 @pytest.mark.parametrize(("what", "text"), _delay_fit_figures())
