@@ -291,3 +291,61 @@ def _ens_rows(k: int) -> list[str]:
 def test_readme_select_ensemble_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _fit_option_figures() -> list[tuple[str, str]]:
+    """``Ramba.fit(ensemble=5, snapshot_every=25, hold=1000, recalibrate=True)`` on the select
+    study's rows (``ramba_tasks_regression_fit.py``, merged runs), and flat LightGBM on the same rows."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-fit-2026-11-29.json").read_text())
+    e, p = d["estimators"], d["peers"]
+
+    def pm(v: list[float]) -> str:
+        return f"{v[0]:.3f} +- {v[1]:.3f}"
+
+    runs = [d["fit_runs"][str(s)] for s in d["seeds"]]
+    out = [("fit option test", f"test R^2 {pm(d['fit_test'])} (" + " / ".join(f"{r['test']:.3f}" for r in runs)
+            + " at seeds 0 / 1 / 2)")]
+    out += [(f"fit row ens-{k}", f"| {k} | {pm([e[f'ens-{k}']['test_mean'], e[f'ens-{k}']['test_std']])} | "
+             f"{pm([e[f'ens-{k}+recal']['test_mean'], e[f'ens-{k}+recal']['test_std']])} |") for k in range(1, 6)]
+    out.append(("fit peers", f"LightGBM trained on the same 1,000 rows and early-stopped on the same hold-out: "
+                f"{pm(p['lightgbm-flat-fit-rows-es-hold']['test'])}, with the hold-out's line "
+                f"{pm(p['lightgbm-flat-fit-rows-es-hold']['test_recal'])}; on all 2,000 rows early-stopped on "
+                f"val: {pm(p['lightgbm-flat-all-rows-es-val']['test'])}"))
+    for name, lead in (("lightgbm-flat-all-rows-es-val", f"{pm(p['lightgbm-flat-all-rows-es-val']['test'])} (per seed "),
+                       ("lightgbm-flat-fit-rows-es-hold", "on the same rows (per seed ")):
+        out.append((f"{name} per seed", lead + " / ".join(f"{r['test']:.3f}" for r in p[name]["runs"])))
+    out.append(("fit cost", "training " + " / ".join(f"{r['fit_cpu_s']:.0f}" for r in runs) + " CPU s"))
+    loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
+    out.append(("fit load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    return out
+
+
+@pytest.mark.parametrize(("what", "text"), _fit_option_figures())
+def test_readme_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _delay_fit_figures() -> list[tuple[str, str]]:
+    """The same fit options on ``nyc-dep-delayed`` (``ramba-tasks-delay-fit-2026-11-29.json``), against
+    the committed small-budget default and flat LightGBM on those draws."""
+    d = json.loads((RESULTS / "ramba-tasks-delay-fit-2026-11-29.json").read_text())
+    e, committed, rerun = d["estimators"], _models("2026-11-27"), _models("delay-default-2026-11-29")["ramba"]
+    runs = [d["fit_runs"][str(s)] for s in d["seeds_done"]]
+
+    def pm(m: float, s: float) -> str:
+        return f"{m:.3f} +- {s:.3f}"
+
+    return [("delay fit", f"ROC-AUC {pm(*d['fit_test'])} (" + " / ".join(f"{r['test']:.3f}" for r in runs) + ")"),
+            ("delay one member", f"one member's snapshot average {pm(e['ens-1']['test_mean'], e['ens-1']['test_std'])}"),
+            ("delay committed", f"the committed default fit {pm(committed['ramba']['test_mean'], committed['ramba']['test_std'])}"
+             f" and flat LightGBM on the 1,000-row train draw {pm(committed['lightgbm-flat-train-draw']['test_mean'], committed['lightgbm-flat-train-draw']['test_std'])}"),
+            ("delay cost", "training " + " / ".join(f"{r['fit_cpu_s']:.0f}" for r in runs) + " CPU s"),
+            ("delay default rerun", "gives the same " + " / ".join(f"{r['test']:.3f}" for r in rerun["runs"]) + " in "
+             + " / ".join(f"{r['cpu_s']:.0f}" for r in rerun["runs"]) + " CPU s")]
+
+
+@pytest.mark.parametrize(("what", "text"), _delay_fit_figures())
+def test_readme_delay_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"

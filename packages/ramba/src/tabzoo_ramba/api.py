@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,38 @@ from tabzoo_ramba.serialize import Sequence as Seq
 from tabzoo_ramba.text import default_encoder
 from tabzoo_ramba.train import finetune, linear_recalibration
 
-__all__ = ["ENSEMBLE_SEED_STRIDE", "Ramba", "predict_seeds", "sequences_for"]
+__all__ = ["ENSEMBLE_SEED_STRIDE", "HOLD_SEED", "Ramba", "carve_hold", "predict_seeds", "sequences_for"]
 
 #: member ``k`` of ``Ramba.fit(ensemble=K)`` uses seed ``seed + ENSEMBLE_SEED_STRIDE * k``
 ENSEMBLE_SEED_STRIDE = 1000
+#: ``Ramba.fit(hold=...)`` draws its hold-out with ``numpy.random.default_rng([HOLD_SEED, seed])``
+HOLD_SEED = 54321
+
+
+def carve_hold(train: Split, n: int | float, seed: int) -> tuple[Split, Split] | None:
+    """``(rest, hold)`` of ``train``: ``hold`` holds ``n`` rows (an int >= 2; a float in (0, 1): that
+    fraction, ``round(n * len(train))`` rows) drawn uniformly without replacement by
+    ``numpy.random.default_rng([HOLD_SEED, seed])``, ``rest`` the others; both keep the train
+    split's order. ``None`` when fewer than ``n`` rows would be left in ``rest`` (or ``n < 2``
+    after rounding): too few to carve."""
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)):
+        raise TabzooInputError(f"hold must be a row count (int >= 2) or a fraction in (0, 1), got {n!r}")
+    if isinstance(n, (float, np.floating)):
+        if not 0.0 < n < 1.0:
+            raise TabzooInputError(f"hold as a fraction must lie in (0, 1), got {n!r}; give a row count as an int")
+        rows = round(float(n) * len(train))
+    else:
+        if n < 2:
+            raise TabzooInputError(f"hold must be >= 2 rows (it fits a line and picks states), got {n!r}")
+        rows = int(n)
+    if rows < 2 or len(train) - rows < rows:
+        return None
+    idx = np.sort(np.random.default_rng([HOLD_SEED, int(seed)]).choice(len(train), rows, replace=False))
+    inside = np.zeros(len(train), dtype=bool)
+    inside[idx] = True
+    y = np.asarray(train.y)
+    return (Split([s for s, h in zip(train.seeds, inside, strict=True) if not h], y[~inside]),
+            Split([s for s, h in zip(train.seeds, inside, strict=True) if h], y[inside]))
 
 
 def _check_seeds(db: Any, seeds: Sequence[Seed]) -> None:
@@ -97,7 +126,8 @@ class Ramba:
     :param sampler: the subgraph budget.
 
     ``fit(ensemble=K)`` trains K members and predicts their mean (:attr:`members`; member 0 is
-    :attr:`model`).
+    :attr:`model`); ``fit(snapshot_every=E)`` keeps several states of each member and averages
+    them; ``fit(hold=N)`` carves its own hold-out from the train split (:func:`carve_hold`).
 
     Memory: ``fit`` estimates a training step's peak from the longest serialized sequence and
     ``batch_size`` before training, and raises :class:`~tabzoo.errors.MemoryLimitError` with the
@@ -110,8 +140,11 @@ class Ramba:
         if model is None:
             model = self._init_model(seed)
         self.model = model.eval()
-        #: the fitted models whose outputs ``predict`` averages (``[model]`` unless ``fit(ensemble=K)``)
+        #: the fitted models whose outputs ``predict`` averages (``[model]`` unless ``fit(ensemble=K)``
+        #: or ``fit(snapshot_every=E)``: then every kept state of every member, member by member)
         self.members: list[RambaModel] = [self.model]
+        #: the states each member keeps in :attr:`members` (1 unless ``fit(snapshot_every=E)``)
+        self.snapshots_per_member = 1
         self.sampler, self.seed, self.progress = sampler, seed, progress
         self.encoder = default_encoder(model.cfg.text_encoder)
         self.task: RelationalTask | None = None
@@ -147,7 +180,7 @@ class Ramba:
         """Predictions ``[n]``: the mean raw output of ``models`` (default :attr:`members`), mapped back."""
         assert self.task is not None and self.stats is not None
         if self.model is not self.members[0]:  # the model was replaced after fit: it alone predicts
-            self.members = [self.model]
+            self.members, self.snapshots_per_member = [self.model], 1
         raws = []
         with torch.no_grad():
             for member in models or self.members:
@@ -165,8 +198,9 @@ class Ramba:
     def fit(self, db: Any, task: RelationalTask, split: dict[str, Split], *, steps: int = 200, batch_size: int = 16,
             lr: float = 1e-3, eval_every: int = 50, loss: str = "mse", recalibrate: bool = False,
             weight_decay: float = 0.0, schedule: str = "constant", winsorize: float = 0.0,
-            head_init: bool = False, ensemble: int = 1, huber_delta: float = 1.0, select_on: str = "val",
-            recalibrate_on: str = "val") -> Ramba:
+            head_init: bool = False, ensemble: int = 1, huber_delta: float = 1.0, select_on: str | None = None,
+            recalibrate_on: str | None = None, snapshot_every: int | None = None,
+            hold: int | float | None = None) -> Ramba:
         """Fine-tune on ``split["train"]`` (best state on ``split[select_on]`` when present). Statistics
         come from data before the first val seed (or the last train seed).
 
@@ -178,10 +212,29 @@ class Ramba:
             predictions of ``split[recalibrate_on]`` (:func:`~tabzoo_ramba.train.linear_recalibration`;
             needs that split with >= 2 seeds).
         :param select_on, recalibrate_on: the keys of ``split`` whose seeds pick each member's best
-            state and fit the recalibration line (default ``"val"``). E.g. ``"hold"`` for rows of the
-            training period kept out of ``split["train"]``: on ``nyc-arr-delay`` a line fitted on
-            such rows carried over to the test period better than one fitted on the val period
-            (README, regression notes). A key other than ``"train"`` / ``"val"`` must be given.
+            state and fit the recalibration line (default ``"val"``, or ``"hold"`` with ``hold``). E.g.
+            ``"hold"`` for rows of the training period kept out of ``split["train"]``: on
+            ``nyc-arr-delay`` a line fitted on such rows carried over to the test period better than
+            one fitted on the val period (README, regression notes). A key other than ``"train"`` /
+            ``"val"`` must be given (or carved by ``hold``).
+        :param hold: carve the ``"hold"`` split from ``split["train"]`` (which must then hold no
+            ``"hold"`` key): ``n`` rows (an int >= 2) or that fraction of the train split (a float in
+            (0, 1), ``round(fraction * len(train))`` rows), drawn uniformly at random without regard
+            to time by :func:`carve_hold` with ``numpy.random.default_rng([HOLD_SEED, seed])`` (so the
+            same for every member, and for the same ``seed``); the model trains on the other rows
+            and ``select_on`` / ``recalibrate_on`` default to ``"hold"``. When fewer than ``n`` rows
+            would remain for training (the train split has < ``2 n`` rows), nothing is carved: a
+            ``UserWarning`` says so, the whole train split trains and ``"hold"`` falls back to
+            ``"val"``.
+        :param snapshot_every: average snapshots instead of picking a best state: each member keeps
+            its states at the steps of :func:`~tabzoo_ramba.train.snapshot_steps` ``(steps,
+            snapshot_every)`` (the multiples of ``snapshot_every`` in the last half of training, and
+            the last step; e.g. 75, 100, 125, 150 for ``steps=150, snapshot_every=25``) and predicts
+            the mean raw output of those states (no state is picked: ``select_on`` is unused).
+            :attr:`members` holds every kept
+            state, member ``k``'s ``S`` states (:attr:`snapshots_per_member`) at ``k S .. k S + S - 1``,
+            its last state first (member 0's is :attr:`model`), then the others in step order.
+            Costs ``S`` times the prediction; :meth:`save` keeps every state.
         :param weight_decay, schedule, winsorize, head_init: the optional stabilisers of
             :func:`tabzoo_ramba.train.finetune` (off by default; see the README's regression notes
             for what they did on ``nyc-arr-delay``).
@@ -197,10 +250,32 @@ class Ramba:
                                   ("lr", lr, "positive"), ("eval_every", eval_every, "positive_int"),
                                   ("ensemble", ensemble, "positive_int"), ("huber_delta", huber_delta, "positive")):
             check_number(name, value, kind, where="Ramba.fit: ")
+        if snapshot_every is not None:
+            check_number("snapshot_every", snapshot_every, "positive_int", where="Ramba.fit: ")
         from tabzoo_ramba.train import REGRESSION_LOSSES
 
         if loss not in REGRESSION_LOSSES:
             raise TabzooInputError(f"Ramba.fit: loss {loss!r}; use one of {REGRESSION_LOSSES}")
+        split = dict(split)
+        default_key = "val"
+        if hold is not None:
+            if "hold" in split:
+                raise TabzooInputError("Ramba.fit: hold= carves split['hold'] from the train split, but split already "
+                                       "has a 'hold' key; pass one or the other")
+            if "train" not in split:
+                raise TabzooInputError("Ramba.fit: the split has no 'train' key")
+            carved = carve_hold(split["train"], hold, self.seed)
+            if carved is None:
+                warnings.warn(f"Ramba.fit(hold={hold!r}): the train split has {len(split['train'])} rows, too few to "
+                              "carve a hold-out and keep as many rows for training; training on all of them and "
+                              "selecting / recalibrating on 'val' instead", UserWarning, stacklevel=2)
+                select_on = "val" if select_on in (None, "hold") else select_on
+                recalibrate_on = "val" if recalibrate_on in (None, "hold") else recalibrate_on
+            else:
+                split["train"], split["hold"] = carved
+                default_key = "hold"
+        select_on = default_key if select_on is None else select_on
+        recalibrate_on = default_key if recalibrate_on is None else recalibrate_on
         for name, key in (("select_on", select_on), ("recalibrate_on", recalibrate_on)):
             if not isinstance(key, str) or key == "train" or (key != "val" and key not in split):
                 raise TabzooInputError(f"Ramba.fit: {name}={key!r} names no held-out split; use 'val' or a key of "
@@ -218,11 +293,12 @@ class Ramba:
         cutoff = val.seeds[0][2] if val is not None and len(val) else train.seeds[-1][2]
         self.bind(db, task, cutoff)
         tr = self._seqs(db, train.seeds)
-        va = self._seqs(db, sel.seeds) if sel is not None and len(sel) else None
+        va = self._seqs(db, sel.seeds) if sel is not None and len(sel) and snapshot_every is None else None
         self._check_memory(tr, batch_size)
         mu, sd = self.stats.get(task.entity_table, task.target) if self.stats else (0.0, 1.0)
         start = None if self._fresh or ensemble == 1 else copy.deepcopy(self.model.state_dict())
-        members = []
+        members: list[RambaModel] = []
+        per_member = 1
         for k in range(ensemble):
             seed = self.seed + ENSEMBLE_SEED_STRIDE * k
             if k == 0:
@@ -233,13 +309,20 @@ class Ramba:
                 assert start is not None
                 member = copy.deepcopy(self.model)
                 member.load_state_dict(start)
+            states: list[dict[str, torch.Tensor]] = []
             finetune(member, tr, train.y, kind=task.kind, mu=mu, sd=sd, val=va, y_val=None if sel is None else sel.y,
                      steps=steps, batch_size=batch_size, lr=lr, eval_every=eval_every, seed=seed,
                      progress=self.progress, encoder=self.encoder, loss=loss, huber_delta=huber_delta,
                      predict=self._member_predictor(member),  # its own val metric picks its best state
-                     weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init)
+                     weight_decay=weight_decay, schedule=schedule, winsorize=winsorize, head_init=head_init,
+                     snapshot_every=snapshot_every, snapshots=None if snapshot_every is None else states)
             members.append(member.eval())
-        self.members = members
+            for st in states[:-1]:  # the last state is the member itself
+                snap = copy.deepcopy(member)
+                snap.load_state_dict(st)
+                members.append(snap.eval())
+            per_member = max(1, len(states))
+        self.members, self.snapshots_per_member = members, per_member
         if recalibrate and task.kind == "regression" and cal is not None:
             self.model.eval()
             ca = va if recalibrate_on == select_on and va is not None else self._seqs(db, cal.seeds)

@@ -68,7 +68,7 @@ def save_ramba(r: Ramba, path: str | Path, *, overwrite: bool = False) -> Path:
     stem = checkpoint_stem(path)
     existing = refuse_existing((*_pair(stem), *_members_on_disk(stem)), overwrite=overwrite)
     if r.model is not r.members[0]:  # the model was replaced after fit: it alone predicts (as in predict)
-        r.members = [r.model]
+        r.members, r.snapshots_per_member = [r.model], 1
     for p in existing:  # an overwrite: no member of the earlier save survives
         p.unlink()
     members = []
@@ -85,7 +85,7 @@ def save_ramba(r: Ramba, path: str | Path, *, overwrite: bool = False) -> Path:
                   "columns": [[t, c, float(mu), float(sd)] for (t, c), (mu, sd) in sorted(r.stats.stats.items())]},
         "sampler": dataclasses.asdict(r.sampler), "seed": int(r.seed),
         "calibration": None if r.calibration is None else [float(v) for v in r.calibration],
-        "members": members,
+        "members": members, "snapshots_per_member": int(r.snapshots_per_member),
     }
     save_state(stem, state, extra={"format": FORMAT})
     return stem
@@ -123,6 +123,7 @@ def load_ramba(cls: type[Ramba], path: str | Path, *, progress: bool = False) ->
         raise CheckpointError(f"{stem}.json lists no members; save the Ramba again")
     r = cls(models[0], sampler=SamplerConfig(**state["sampler"]), seed=int(state["seed"]), progress=progress)
     r.members = models
+    r.snapshots_per_member = int(state.get("snapshots_per_member", 1))  # saves before snapshots: 1
     t = state["task"]
     r.task = RelationalTask(t["entity_table"], t["target"], t["kind"], horizon_s=t["horizon_s"],
                             hidden=tuple(t["hidden"]), lookback_s=t["lookback_s"], name=t["name"],

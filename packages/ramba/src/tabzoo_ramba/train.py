@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from tabzoo.errors import TabzooInputError
 from tabzoo.metrics import r2_score, roc_auc
-from tabzoo.train.fit import FitConfig, FitResult, fit
+from tabzoo.train.fit import Evaluation, FitConfig, FitResult, fit
 
 from tabzoo_ramba.sampling import SamplerConfig, graph_index, sample_subgraph
 from tabzoo_ramba.serialize import ColumnStats, collate, serialize
@@ -45,7 +45,7 @@ from tabzoo_ramba.serialize import Sequence as Seq
 
 PRETRAIN_SAMPLER = SamplerConfig(n_child=8, max_rows=48)
 __all__ = ["FINETUNE_SCHEDULES", "PRETRAIN_SAMPLER", "REGRESSION_LOSSES", "MaskedCellPrior", "pretrain_mlm", "finetune", "FinetuneTask",
-           "mlm_sequences", "linear_recalibration", "cv_recalibrated_r2"]
+           "mlm_sequences", "linear_recalibration", "cv_recalibrated_r2", "snapshot_steps"]
 
 REGRESSION_LOSSES = ("mse", "huber")
 #: the core loop's schedule names (:data:`tabzoo.train.optim.SCHEDULES`) that fine-tuning offers
@@ -179,6 +179,8 @@ class FinetuneTask:
         self.train, self.y, self.kind, self.batch_size, self.encoder = train, y, kind, batch_size, encoder
         self.reg_loss, self.delta = loss, delta
         self.rng = np.random.default_rng(seed)
+        #: optimiser steps taken so far (set by :meth:`loss`)
+        self.steps_done = 0
 
     def batches(self, epoch: int) -> Iterator[np.ndarray]:
         size = min(self.batch_size, len(self.train))
@@ -186,6 +188,7 @@ class FinetuneTask:
             yield self.rng.choice(len(self.train), size=size, replace=False)
 
     def loss(self, model: torch.nn.Module, batch: np.ndarray, step: int) -> torch.Tensor:
+        self.steps_done = step + 1
         seqs = [self.train[int(i)] for i in batch]
         out = model.predict_target(collate(seqs, self.encoder, max_rel_rows=model.cfg.max_rel_rows))  # type: ignore[operator,union-attr]
         tgt = self.y[torch.as_tensor(batch)]
@@ -205,7 +208,9 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
              batch_size: int = 16, lr: float = 1e-3, eval_every: int = 50, seed: int = 0, progress: bool = True,
              encoder: Any = None, predict: Callable[[Sequence[Seq]], np.ndarray] | None = None,
              patience: int | None = None, loss: str = "mse", huber_delta: float = 1.0, weight_decay: float = 0.0,
-             schedule: str = "constant", winsorize: float = 0.0, head_init: bool = False) -> FitResult:
+             schedule: str = "constant", winsorize: float = 0.0, head_init: bool = False,
+             snapshot_every: int | None = None,
+             snapshots: list[dict[str, torch.Tensor]] | None = None) -> FitResult:
     """Fine-tune on serialized task sequences (targets masked) for ``steps`` steps through the core
     loop: AdamW (``weight_decay``, default 0), clip 1.0, dropout seeded by ``seed``.
 
@@ -224,6 +229,12 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
     scored on the raw target); ``head_init`` (the numeric head's output layer starts at zero
     weight and the (clipped) training mean as bias, so the first steps do not chase a random
     offset).
+
+    Snapshots: with ``snapshot_every=E`` and a list ``snapshots``, no best state is picked (no
+    validation; ``val`` / ``predict`` / ``patience`` are ignored and the model ends at its last
+    state): copies of the model's state at :func:`snapshot_steps` ``(steps, E)`` (the multiples
+    of ``E`` in the last half of training, and the last step) are appended to ``snapshots``, in
+    step order.
 
     :returns: the core :class:`~tabzoo.train.fit.FitResult` (``losses``: the loss per step).
     """
@@ -252,7 +263,7 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
                 last = model.num_head[-1]
                 last.weight.zero_()
                 last.bias.fill_(float(y.mean()))
-    validate = None
+    validate: Callable[[torch.nn.Module], float | Evaluation] | None = None
     if val is not None and predict is not None and len(val) and y_val is not None:
         if len(np.unique(np.asarray(y_val))) < 2:
             log.info("the val split's target takes one value: its metric is undefined; keeping the last state")
@@ -260,17 +271,44 @@ def finetune(model: Any, train: Sequence[Seq], y_train: np.ndarray, *, kind: str
             held_out, y_held = val, np.asarray(y_val)
             metric = roc_auc if kind == "classification" else r2_score
 
-            def validate(m: torch.nn.Module) -> float:
+            def score(m: torch.nn.Module) -> float:
                 return -metric(y_held, predict(held_out))
+
+            validate = score
+
+    task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder, loss=loss,
+                        delta=huber_delta)
+    if snapshot_every is not None or snapshots is not None:
+        if snapshot_every is None or snapshots is None:
+            raise TabzooInputError("snapshots need both snapshot_every (steps) and the list to keep them in")
+        keep = set(snapshot_steps(steps, snapshot_every))
+        eval_every = snapshot_every
+
+        kept = snapshots
+
+        def keep_snapshot(m: torch.nn.Module) -> Evaluation:  # keeps the state; never an improvement: no best state
+            if task.steps_done in keep:
+                kept.append({k: v.detach().clone() for k, v in m.state_dict().items()})
+            return Evaluation(0.0, {"snapshot": task.steps_done in keep}, improved=False)
+
+        validate = keep_snapshot
 
     n_evals = -(-steps // max(1, eval_every)) + 1
     cfg = FitConfig(max_steps=steps, optimizer="adamw", lr=lr, weight_decay=weight_decay, clip_norm=1.0,
                     schedule=schedule,
                     eval_every=eval_every, patience=patience or n_evals, seed=seed, progress=progress,
                     desc="ramba finetune")
-    task = FinetuneTask(train, y, kind=kind, batch_size=batch_size, seed=seed, encoder=encoder, loss=loss,
-                        delta=huber_delta)
     return fit(model, task, cfg, validate=validate)
+
+
+def snapshot_steps(steps: int, every: int) -> list[int]:
+    """The steps whose states a snapshot-averaged fit keeps: the multiples of ``every`` at or
+    after ``steps / 2``, and ``steps`` (e.g. ``(150, 25)`` -> ``[75, 100, 125, 150]``;
+    ``every >= steps`` -> ``[steps]``)."""
+    for name, v in (("steps", steps), ("snapshot_every", every)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise TabzooInputError(f"{name} must be a positive integer (steps), got {v!r}")
+    return sorted({s for s in range(every, steps + 1, every) if 2 * s >= steps} | {int(steps)})
 
 
 def linear_recalibration(pred: np.ndarray, y: np.ndarray) -> tuple[float, float]:

@@ -1,0 +1,230 @@
+"""Ramba.fit's own hold-out and snapshot averaging on nyc-arr-delay (and nyc-dep-delayed), against flat LightGBM on the same rows.
+
+    OMP_NUM_THREADS=1 nice -n 10 uv run --group bench python benchmarks/ramba_tasks_regression_fit.py \
+        [--seeds 0,1,2] [--members 5] [--hold 1000] [--snapshot-every 25] [--train 1000 --steps 150] \
+        [--out results/ramba-tasks-regression-fit-<date>.json] [--preds results/...npz] [--summarise-only]
+
+The draws of ``ramba_tasks_regression_select.py`` (draw seed 12345: ``--train`` train / 300 val /
+1,000 test seeds, and its ``hold_draw``: ``--hold`` further rows of the train split, seed 54321).
+The caller's train split is the train draw and those rows together (2 x 1,000 at the defaults,
+in time order), as a user would pass the rows of the training period; ``Ramba.fit`` does the rest:
+
+    Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=8 / 48 "recent", seed=s).fit(
+        db, task, {"train": train_and_hold, "val": val, "test": test}, steps=150, batch_size=16, lr=2e-3,
+        ensemble=5, snapshot_every=25, hold=1000, recalibrate=True)
+
+so it carves its own hold-out of 1,000 rows (``carve_hold``, seed ``[54321, s]``), trains 5
+members on the other 1,000 (member ``k``: seed ``s + 1000 k``), each predicting the mean of its
+states at steps 75, 100, 125, 150, and maps the mean by the line fitted on the hold-out. Test R^2
+of ``fit``'s predictions per seed, and, recomputed from the kept per-member predictions
+(``--preds``), the first ``K`` members with and without the line (``ens-K`` / ``ens-K+recal``).
+
+Beside it, per seed, flat LightGBM (the committed tuned configuration, ``gbdt_flat`` of the select
+study): trained on fit's 1,000 training rows and early-stopped on its hold-out (raw and with the
+hold-out's line, the same rows and line as Ramba), and trained on all 2,000 rows early-stopped on
+the val draw (what a user would run on the whole train split).
+
+``--task nyc-dep-delayed`` (classification): the same, without the line (``recalibrate`` is
+regression's), scored by ROC-AUC; no peers are run (the committed ones of ``ramba-tasks-model-``
+use these draws).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine_info  # noqa: E402
+from ramba_tasks_model import _draws, _metric  # noqa: E402
+from ramba_tasks_regression_ensemble import r2  # noqa: E402
+from ramba_tasks_regression_select import gbdt_flat, hold_draw  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PARTS = ("hold", "test")  # the parts whose per-member predictions are kept (classification: test only)
+torch.set_num_threads(1)
+
+
+def merged_train(a: Any, b: Any) -> Any:
+    """The rows of splits ``a`` and ``b`` together, in time order (stable)."""
+    from tabzoo_ramba.data import Split
+
+    seeds, y = list(a.seeds) + list(b.seeds), np.concatenate([a.y, b.y])
+    order = sorted(range(len(seeds)), key=lambda i: np.datetime64(seeds[i][2]))
+    return Split([seeds[i] for i in order], y[order])
+
+
+def member_preds(r: Any, seqs: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+    """Each member's uncalibrated prediction (the mean raw output over its kept states, mapped back:
+    a value, or a probability) ``[K, n]`` per part."""
+    s, cal = r.snapshots_per_member, r.calibration
+    r.calibration = None
+    try:
+        return {p: np.stack([r._predict_seqs(q, r.members[k * s:(k + 1) * s]) for k in range(len(r.members) // s)])
+                for p, q in seqs.items()}
+    finally:
+        r.calibration = cal
+
+
+def combine(p: np.ndarray, kind: str) -> np.ndarray:
+    """The mean of member predictions ``[K, n]`` as ``Ramba.predict`` forms it (before the
+    regression line): the mean value, or the sigmoid of the mean logit."""
+    if kind == "regression":
+        return p.mean(0)
+    q = np.clip(p, 1e-15, 1 - 1e-15)
+    return 1.0 / (1.0 + np.exp(-np.log(q / (1 - q)).mean(0)))
+
+
+def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np.ndarray]],
+              kind: str = "regression") -> dict[str, Any]:
+    """Test metric (R^2 / ROC-AUC; mean, std over seeds, per seed) of ``ens-K`` (the first K
+    members' mean) and, for regression, ``ens-K+recal`` (mapped by the line fitted on the hold-out)."""
+    from tabzoo_ramba.train import linear_recalibration
+
+    rows: dict[str, list[float]] = {}
+    for s in sorted(preds):
+        for k in range(1, preds[s]["test"].shape[0] + 1):
+            p = {part: combine(v[:k], kind) for part, v in preds[s].items()}
+            rows.setdefault(f"ens-{k}", []).append(_metric(kind, y[s]["test"], p["test"]))
+            if kind == "regression":
+                a, b = linear_recalibration(p["hold"], y[s]["hold"])
+                rows.setdefault(f"ens-{k}+recal", []).append(r2(y[s]["test"], a * p["test"] + b))
+    return {name: {"test_mean": float(np.mean(v)), "test_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+                   "test": v} for name, v in rows.items()}
+
+
+def main() -> None:
+    from tabzoo_ramba import Ramba, SamplerConfig
+    from tabzoo_ramba.api import carve_hold
+    from tabzoo_ramba.tasks import get_task
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--task", default="nyc-arr-delay")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--members", type=int, default=5)
+    p.add_argument("--train", type=int, default=1000)
+    p.add_argument("--val", type=int, default=300)
+    p.add_argument("--test", type=int, default=1000)
+    p.add_argument("--hold", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--snapshot-every", type=int, default=25)
+    p.add_argument("--n-child", type=int, default=8)
+    p.add_argument("--max-rows", type=int, default=48)
+    p.add_argument("--preds", default=None, help="npz of the per-member predictions (written; read with --summarise-only)")
+    p.add_argument("--summarise-only", action="store_true")
+    p.add_argument("--run-records", default="", help="with --summarise-only: the training runs' JSONs (comma-"
+                   "separated), whose fit runs, load and time records are kept")
+    p.add_argument("--out", default=None)
+    p.add_argument("--note", default="")
+    args = p.parse_args()
+    seeds = [int(x) for x in args.seeds.split(",")]
+    bt = get_task(args.task)
+    t0, load0 = time.time(), list(os.getloadavg())
+    db = bt.load()
+    full = bt.split(db)
+    draw = _draws(full, args.train, args.val, args.test)
+    given = merged_train(draw["train"], hold_draw(full["train"], draw["train"], args.hold))
+    path = Path(args.out) if args.out else RESULTS / f"ramba-tasks-regression-fit-{dt.date.today()}.json"
+    preds_path = Path(args.preds) if args.preds and not args.summarise_only else None
+    carved = {s: carve_hold(given, args.hold, s) for s in seeds}
+    y = {s: {"val": draw["val"].y, "hold": c[1].y, "test": draw["test"].y} for s, c in carved.items() if c}
+    meta: dict[str, Any] = {
+        "task": args.task, "draw_seed": 12345, "given_train": len(given), "hold": args.hold, "hold_seed": "[54321, s]",
+        "n": {"fit_train": len(given) - args.hold, "hold": args.hold, "val": len(draw["val"]), "test": len(draw["test"])},
+        "seeds": seeds, "fit": {"steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+                                "ensemble": args.members, "snapshot_every": args.snapshot_every,
+                                "hold": args.hold, "recalibrate": bt.task.kind == "regression"},
+        "metric": "r2" if bt.task.kind == "regression" else "roc_auc",
+        "sampler": {"n_child": args.n_child, "max_rows": args.max_rows, "policy": "recent"},
+        "config": {"preset": "tiny", "text_encoder": "hashing"}, "load_average_at_start": load0,
+        **({"note": args.note} if args.note else {})}
+    peers: dict[str, Any] = {}
+    for s in seeds if bt.task.kind == "regression" else ():  # (classification: the committed peers)  # LightGBM on fit's own rows, early-stopped on its hold-out (with its line)
+        rest, hold = carved[s]  # type: ignore[misc]
+        with warnings.catch_warnings():  # gbdt_flat's spread over one seed is NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g = gbdt_flat(bt, db, {"train": rest, "val": draw["val"], "test": draw["test"]}, hold, [s])
+        peers.setdefault("lightgbm-flat-fit-rows-es-hold", []).append(g["lightgbm-flat-es-hold"]["runs"][0])
+    if bt.task.kind == "regression":
+        g = gbdt_flat(bt, db, {"train": given, "val": draw["val"], "test": draw["test"]}, carved[seeds[0]][1], seeds)  # type: ignore[index]
+        peers["lightgbm-flat-all-rows-es-val"] = g["lightgbm-flat-es-val"]["runs"]
+    peer_summary = {name: {key: [float(np.mean([r[key] for r in runs])), float(np.std([r[key] for r in runs], ddof=1))]
+                           for key in ("test", "test_recal")} | {"runs": runs} for name, runs in peers.items()}
+    for name, v in peer_summary.items():
+        print(f"  {name}: {v['test']} recal {v['test_recal']}", file=sys.stderr, flush=True)
+
+    fitted: dict[int, dict[str, Any]] = {}
+    preds: dict[int, dict[str, np.ndarray]] = {}
+    if args.summarise_only:
+        if not args.preds:
+            raise SystemExit("--summarise-only needs --preds")
+        for q in args.preds.split(","):
+            z = np.load(q)
+            for name in z.files:
+                s_, part = name.split("|")
+                if part in PARTS:
+                    preds.setdefault(int(s_[1:]), {})[part] = z[name].astype(np.float64)
+        meta["summarised_from"] = [Path(q).name for q in args.preds.split(",")]
+        meta["training_runs"] = []
+        for rec in filter(None, args.run_records.split(",")):
+            old = json.loads(Path(rec).read_text())
+            fitted |= {int(k): {"test": v.pop("test_r2", None)} | v for k, v in old.get("fit_runs", {}).items()}
+            meta["training_runs"].append({"file": Path(rec).name} | {
+                k: old[k] for k in ("load_average_at_start", "load_average_at_end", "total_s", "seeds_done") if k in old})
+
+    def save() -> dict[str, Any]:
+        out = meta | {"fit_runs": {str(s): v for s, v in sorted(fitted.items())},
+                      "fit_test": [float(np.mean([v["test"] for v in fitted.values()])),
+                                   float(np.std([v["test"] for v in fitted.values()], ddof=1))
+                                   if len(fitted) > 1 else 0.0] if fitted else None,
+                      "estimators": summarise(y, preds, bt.task.kind) if preds else {}, "peers": peer_summary,
+                      "seeds_done": sorted(preds), "load_average_at_end": list(os.getloadavg()),
+                      "total_s": round(time.time() - t0, 1), "machine": machine_info()}
+        path.write_text(json.dumps(out, indent=1, default=float) + "\n")
+        return out
+
+    if args.summarise_only:
+        save()
+        return
+    sampler = SamplerConfig(n_child=args.n_child, max_expansions=8, max_rows=args.max_rows, policy="recent")
+    for s in seeds:
+        r = Ramba(config={"preset": "tiny", "text_encoder": "hashing"}, sampler=sampler, seed=s, progress=False)
+        c0, w0 = time.process_time(), time.time()
+        r.fit(db, bt.task, {"train": given, "val": draw["val"], "test": draw["test"]}, steps=args.steps,
+              batch_size=args.batch_size, lr=args.lr, ensemble=args.members, snapshot_every=args.snapshot_every,
+              hold=args.hold, recalibrate=bt.task.kind == "regression")
+        fit_cpu, fit_wall = time.process_time() - c0, time.time() - w0
+        seqs = {"test": r._seqs(db, draw["test"].seeds)}
+        if bt.task.kind == "regression":
+            seqs["hold"] = r._seqs(db, carved[s][1].seeds)  # type: ignore[index]
+        each = member_preds(r, seqs)
+        a, b = r.calibration or (1.0, 0.0)
+        test_pred = combine(each["test"], bt.task.kind)  # Ramba.predict's, from the members' (up to rounding)
+        test_pred = a * test_pred + b if bt.task.kind == "regression" else test_pred
+        preds[s] = {k: v.astype(np.float32).astype(np.float64) for k, v in each.items()}  # as kept
+        fitted[s] = {"test": _metric(bt.task.kind, draw["test"].y, test_pred), "calibration": list(r.calibration or ()),
+                     "states": len(r.members), "snapshots_per_member": r.snapshots_per_member,
+                     "fit_cpu_s": round(fit_cpu, 1), "fit_wall_s": round(fit_wall, 1), "fit_and_predict_wall_s": round(time.time() - w0, 1)}
+        print(f"seed {s}: fit test {fitted[s]['test']:.4f} ({fit_cpu:.0f} cpu s)", file=sys.stderr, flush=True)
+        if preds_path is not None:
+            np.savez_compressed(preds_path, **{f"s{k}|{part}": q.astype(np.float32)
+                                               for k, v in preds.items() for part, q in v.items()})
+        out = save()
+    print(json.dumps({"fit_test": out["fit_test"], **{k: [v["test_mean"], v["test_std"]]
+                                                      for k, v in out["estimators"].items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
