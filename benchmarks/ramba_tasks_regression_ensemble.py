@@ -184,24 +184,31 @@ def _load_preds(path: Path) -> dict[int, list[dict[str, Any]]]:
     return {s: [ms[k] for k in sorted(ms)] for s, ms in by_seed.items()}
 
 
-def main() -> None:
-    from tabzoo_ramba import Ramba, SamplerConfig
-    from tabzoo_ramba.tasks import get_task
-
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def study_args(p: argparse.ArgumentParser, *, members: int) -> None:
+    """The draw and training flags every nyc-arr-delay study script shares (the committed peers'
+    draws and budget): task, seeds, members, train / val / test rows, steps, batch size, lr and the
+    sampler's n-child / max-rows."""
     p.add_argument("--task", default="nyc-arr-delay")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--members", type=int, default=5)
+    p.add_argument("--members", type=int, default=members)
     p.add_argument("--train", type=int, default=1000)
     p.add_argument("--val", type=int, default=300)
     p.add_argument("--test", type=int, default=1000)
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--eval-every", type=int, default=50, help="the default fit's validation period (for 'single')")
-    p.add_argument("--snap-every", type=int, default=25, help="snapshot period (divides --eval-every)")
     p.add_argument("--n-child", type=int, default=8)
     p.add_argument("--max-rows", type=int, default=48)
+
+
+def main() -> None:
+    from tabzoo_ramba import Ramba, SamplerConfig
+    from tabzoo_ramba.tasks import get_task
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    study_args(p, members=5)
+    p.add_argument("--eval-every", type=int, default=50, help="the default fit's validation period (for 'single')")
+    p.add_argument("--snap-every", type=int, default=25, help="snapshot period (divides --eval-every)")
     p.add_argument("--fit", default="{}", help="JSON of extra finetune keywords (e.g. weight_decay, schedule)")
     p.add_argument("--preds", default=None, help="npz to keep (or, with --summarise-only, read) the predictions")
     p.add_argument("--summarise-only", action="store_true")

@@ -47,7 +47,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
 from ramba_tasks_model import _draws, _metric  # noqa: E402
-from ramba_tasks_regression_ensemble import r2  # noqa: E402
+from ramba_tasks_regression_ensemble import r2, study_args  # noqa: E402
 from ramba_tasks_regression_select import gbdt_flat, hold_draw  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -109,19 +109,9 @@ def main() -> None:
     from tabzoo_ramba.tasks import get_task
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="nyc-arr-delay")
-    p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--members", type=int, default=5)
-    p.add_argument("--train", type=int, default=1000)
-    p.add_argument("--val", type=int, default=300)
-    p.add_argument("--test", type=int, default=1000)
+    study_args(p, members=5)
     p.add_argument("--hold", type=int, default=1000)
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--snapshot-every", type=int, default=25)
-    p.add_argument("--n-child", type=int, default=8)
-    p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--preds", default=None, help="npz of the per-member predictions (written; read with --summarise-only)")
     p.add_argument("--summarise-only", action="store_true")
     p.add_argument("--run-records", default="", help="with --summarise-only: the training runs' JSONs (comma-"

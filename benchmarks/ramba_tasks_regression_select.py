@@ -49,7 +49,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info  # noqa: E402
 from ramba_tasks_model import _draws, _tuned_params  # noqa: E402
-from ramba_tasks_regression_ensemble import _shrink, r2  # noqa: E402
+from ramba_tasks_regression_ensemble import _shrink, r2, study_args  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MEMBER_STRIDE = 1000
@@ -240,23 +240,13 @@ def main() -> None:
     from tabzoo_ramba.tasks import get_task
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="nyc-arr-delay")
+    study_args(p, members=1)
     p.add_argument("--losses", default="mse,huber:0.5,huber:1,huber:2")
-    p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--members", type=int, default=1)
     p.add_argument("--member-start", type=int, default=0,
                    help="train members member-start .. members-1 only (the others from an earlier run's --preds)")
-    p.add_argument("--train", type=int, default=1000)
-    p.add_argument("--val", type=int, default=300)
-    p.add_argument("--test", type=int, default=1000)
     p.add_argument("--hold", type=int, default=1000)
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--snap-every", type=int, default=25)
-    p.add_argument("--n-child", type=int, default=8)
-    p.add_argument("--max-rows", type=int, default=48)
     p.add_argument("--preds", default=None, help="npz to keep (or, with --summarise-only, read; several "
                    "comma-separated, merged per loss and seed in order) the predictions")
     p.add_argument("--summarise-only", action="store_true")
