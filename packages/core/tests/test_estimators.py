@@ -229,6 +229,12 @@ def test_saved_estimator_rebuilds_the_unfitted_estimator_with_its_params(tmp_pat
     assert got_stem == tmp_path / "clf" and state["n_features_in"] == 4
     assert fresh.get_params() == clf.get_params() and not hasattr(fresh, "model_")
     assert saved_estimator(ICLTestClassifier, stem, device="meta")[2].device == "meta"
+    from tabzoo.checkpoint import save_state
+    from tabzoo.errors import CheckpointError
+
+    save_state(tmp_path / "run", {"step": 3})  # a training state, not an estimator's save
+    with pytest.raises(CheckpointError, match="no saved estimator"):
+        saved_estimator(ICLTestClassifier, tmp_path / "run")
 
 
 # -- regressor ------------------------------------------------------------------------------------

@@ -98,7 +98,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     :raises CheckpointError: a file is missing or corrupt, the pair was saved by another class or
         another model, or its weights do not fit the networks the saved parameters build.
     """
-    from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_state, load_weights
+    from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_weights, saved_estimator
 
     stem = checkpoint_stem(path)
     want = _who(cls)
@@ -107,18 +107,14 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     saved_by = ckpt.meta.get("extra", {}).get("estimator")
     if saved_by != want:
         raise CheckpointError(f"{stem}.model holds a {saved_by}, not a {want}; load it with the class that saved it.")
-    state = load_state(stem)
-    if not isinstance(state, dict) or state.get("layout") != LAYOUT or "params" not in state:
+    stem, state, est = saved_estimator(cls, stem, device)
+    if state.get("layout") != LAYOUT:
         raise CheckpointError(f"{stem}.json is not a saved {cls.__name__} (layout {LAYOUT}); save it again with "
                               "this version of tabzoo-multitab.")
     tasks = [TaskSpec(str(n), str(k), int(c)) for n, k, c in state["tasks"]]
     if ckpt.config.get("tasks") != state["tasks"] or ckpt.config.get("architecture") != state["params"].get("architecture"):
         raise CheckpointError(f"{stem}.json and {stem}.model.json belong to different saved estimators "
                               f"(tasks {state['tasks']} vs {ckpt.config.get('tasks')}); save the estimator again.")
-    params = dict(state["params"])
-    if device is not None:
-        params["device"] = device
-    est = cls(**params)
     est.device_ = resolve_device(est.device)
     enc = FeatureEncoder.__new__(FeatureEncoder)
     enc.pre = TabularPreprocessor.from_state_dict(state["encoder"])

@@ -392,9 +392,14 @@ def load_state(path: str | Path) -> Any:
 def saved_estimator(cls: type, path: str | Path, device: str | None = None) -> tuple[Path, dict[str, Any], Any]:
     """What every estimator's ``load`` starts from: the stem of ``path``, the state saved there by
     :func:`save_state` (a dict with the estimator's ``"params"``), and an unfitted ``cls(**params)``,
-    with ``device`` (when given) replacing the saved one. The caller restores its fitted attributes."""
+    with ``device`` (when given) replacing the saved one. The caller restores its fitted attributes.
+
+    :raises CheckpointError: the state holds no ``"params"`` dict (not an estimator's save)."""
     stem = checkpoint_stem(path)
     state = load_state(stem)
+    if not isinstance(state, dict) or not isinstance(state.get("params"), dict):
+        raise CheckpointError(f"{stem}.json holds no saved estimator (no 'params'); load a stem written by an "
+                              "estimator's save(), or save the estimator again.")
     params = dict(state["params"])
     if device is not None:
         params["device"] = device
