@@ -189,6 +189,10 @@ def test_save_load_is_pickle_free_and_exact(tmp_path: Path) -> None:
     stem = clf.save(tmp_path / "clf")
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["clf.json", "clf.model.json", "clf.model.safetensors", "clf.safetensors"]
+    from tabzoo.checkpoint import estimator_files, model_stem
+
+    assert sorted(p.name for p in estimator_files(tmp_path / "clf.json")) == files
+    assert model_stem(stem) == tmp_path / "clf.model"
     meta = json.loads((tmp_path / "clf.json").read_text())
     assert meta["extra"]["estimator"].endswith(":ICLTestClassifier")
     back = ICLTestClassifier.load(stem)

@@ -43,11 +43,6 @@ ARCHITECTURE = "multitab-estimator"
 LAYOUT = 1
 
 
-def _files(stem: Path) -> list[Path]:
-    model = stem.with_name(stem.name + ".model")
-    return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
-
-
 def _who(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
@@ -57,11 +52,18 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
 
     :raises TabzooInputError: a file of either pair exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import checkpoint_stem, refuse_existing, save_checkpoint, save_state
+    from tabzoo.checkpoint import (
+        checkpoint_stem,
+        estimator_files,
+        model_stem,
+        refuse_existing,
+        save_checkpoint,
+        save_state,
+    )
 
     check_is_fitted(est, "model_")
     stem = checkpoint_stem(path)
-    refuse_existing(_files(stem), overwrite=overwrite)
+    refuse_existing(estimator_files(stem), overwrite=overwrite)
     tenc: TargetEncoder = est.target_encoder_
     ctx = est.context_
     task_model = getattr(est, "task_model_", None)
@@ -87,7 +89,7 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
         tensors |= {f"task_model.{k}": v for k, v in task_model.state_dict().items()}
     who = {"estimator": _who(type(est)), "layout": LAYOUT}
     save_state(stem, state, extra=who)
-    save_checkpoint(stem.with_name(stem.name + ".model"), tensors, architecture=ARCHITECTURE,
+    save_checkpoint(model_stem(stem), tensors, architecture=ARCHITECTURE,
                     config={"architecture": str(est.architecture), "tasks": state["tasks"]}, extra=who)
     return stem
 
@@ -98,12 +100,18 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     :raises CheckpointError: a file is missing or corrupt, the pair was saved by another class or
         another model, or its weights do not fit the networks the saved parameters build.
     """
-    from tabzoo.checkpoint import checkpoint_stem, load_checkpoint, load_weights, saved_estimator
+    from tabzoo.checkpoint import (
+        checkpoint_stem,
+        load_checkpoint,
+        load_weights,
+        model_stem,
+        saved_estimator,
+    )
 
     stem = checkpoint_stem(path)
     want = _who(cls)
     # the weights pair first: load_checkpoint names a missing file and refuses another model's pair
-    ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=ARCHITECTURE)
+    ckpt = load_checkpoint(model_stem(stem), architecture=ARCHITECTURE)
     saved_by = ckpt.meta.get("extra", {}).get("estimator")
     if saved_by != want:
         raise CheckpointError(f"{stem}.model holds a {saved_by}, not a {want}; load it with the class that saved it.")

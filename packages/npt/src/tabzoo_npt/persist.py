@@ -35,21 +35,23 @@ __all__ = ["load_estimator", "save_estimator"]
 ARCHITECTURE = "npt"
 
 
-def _files(stem: Path) -> list[Path]:
-    model = stem.with_name(stem.name + ".model")
-    return [p.with_name(p.name + ext) for p in (stem, model) for ext in (".safetensors", ".json")]
-
-
 def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Save the fitted NPT estimator ``est`` at stem ``path``; returns the stem.
 
     :raises TabzooInputError: a file of the pair exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import checkpoint_stem, refuse_existing, save_checkpoint, save_state
+    from tabzoo.checkpoint import (
+        checkpoint_stem,
+        estimator_files,
+        model_stem,
+        refuse_existing,
+        save_checkpoint,
+        save_state,
+    )
 
     check_is_fitted(est, "model_")
     stem = checkpoint_stem(path)
-    refuse_existing(_files(stem), overwrite=overwrite)
+    refuse_existing(estimator_files(stem), overwrite=overwrite)
     encoder: TableEncoder = est.encoder_
     fitted: dict[str, Any] = {"targets": list(est.targets_)}
     if hasattr(est, "classes_"):
@@ -69,14 +71,14 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
     cls = type(est)
     who = {"estimator": f"{cls.__module__}:{cls.__qualname__}"}
     save_state(stem, state, extra=who)
-    save_checkpoint(stem.with_name(stem.name + ".model"), est.model_, architecture=ARCHITECTURE,
+    save_checkpoint(model_stem(stem), est.model_, architecture=ARCHITECTURE,
                     config=est.model_.config.to_dict(), extra=who)
     return stem
 
 
 def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
     """Load an estimator of class ``cls`` saved by :func:`save_estimator` (``device`` overrides the saved one)."""
-    from tabzoo.checkpoint import load_checkpoint, load_weights, saved_estimator
+    from tabzoo.checkpoint import load_checkpoint, load_weights, model_stem, saved_estimator
 
     stem, state, est = saved_estimator(cls, path, device)
     want = f"{cls.__module__}:{cls.__qualname__}"
@@ -98,7 +100,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     if "y_mean" in fitted:
         est.y_mean_, est.y_std_ = np.asarray(fitted["y_mean"]), np.asarray(fitted["y_std"])
         est._multi = bool(fitted["multi"])
-    ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=ARCHITECTURE)
+    ckpt = load_checkpoint(model_stem(stem), architecture=ARCHITECTURE)
     saved_by = ckpt.meta.get("extra", {}).get("estimator")
     if saved_by not in (None, want):
         raise CheckpointError(f"{stem} holds a {saved_by}, not a {want}; load it with the class that saved it.")

@@ -66,7 +66,8 @@ _READS = {FORMAT: True, "tabzoo-checkpoint/1": False, STATE_FORMAT: False}
 """Formats read, and whether their JSON must carry a ``digest`` (format 1 predates it)."""
 
 __all__ = ["FORMAT", "STATE_FORMAT", "Checkpoint", "checkpoint_stem", "load_checkpoint", "load_model", "load_state",
-           "load_weights", "package_of", "refuse_existing", "save_checkpoint", "save_state", "saved_estimator"]
+           "estimator_files", "load_weights", "model_stem", "package_of", "refuse_existing", "save_checkpoint", "save_state",
+           "saved_estimator"]
 
 
 def checkpoint_stem(path: str | Path) -> Path:
@@ -78,6 +79,18 @@ def checkpoint_stem(path: str | Path) -> Path:
 def _paths(path: str | Path) -> tuple[Path, Path]:
     stem = checkpoint_stem(path)
     return stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
+
+
+def model_stem(stem: str | Path) -> Path:
+    """The stem of a saved estimator's model pair: ``<stem>.model`` (beside the state pair ``<stem>``)."""
+    s = checkpoint_stem(stem)
+    return s.with_name(s.name + ".model")
+
+
+def estimator_files(stem: str | Path) -> list[Path]:
+    """The four files of a saved estimator at ``stem``: the state pair ``<stem>.safetensors`` /
+    ``.json`` and the model pair ``<stem>.model.safetensors`` / ``.json``."""
+    return [p for s in (checkpoint_stem(stem), model_stem(stem)) for p in _paths(s)]
 
 
 def refuse_existing(paths: Iterable[Path], *, overwrite: bool) -> list[Path]:

@@ -301,12 +301,18 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
             replaced silently.
         :raises TabzooInputError: a file of the save exists and ``overwrite`` is false.
         """
-        from tabzoo.checkpoint import checkpoint_stem, refuse_existing, save_checkpoint, save_state
+        from tabzoo.checkpoint import (
+            checkpoint_stem,
+            estimator_files,
+            model_stem,
+            refuse_existing,
+            save_checkpoint,
+            save_state,
+        )
 
         check_is_fitted(self, "preprocessor_")
         stem = checkpoint_stem(path)
-        refuse_existing([stem.with_name(stem.name + suffix) for suffix in
-                         (".safetensors", ".json", ".model.safetensors", ".model.json")], overwrite=overwrite)
+        refuse_existing(estimator_files(stem), overwrite=overwrite)
         # a dataclass parameter (e.g. fine_tune=FineTune(...)) is stored as its dict, which the class accepts back
         params = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
                   for k, v in self.get_params(deep=False).items()}
@@ -325,7 +331,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         cls = type(self)
         save_state(stem, state, extra={"estimator": f"{cls.__module__}:{cls.__qualname__}"})
         save_checkpoint(
-            stem.with_name(stem.name + ".model"),
+            model_stem(stem),
             self.model_,
             architecture=str(getattr(self.model_, "architecture", type(self.model_).__name__)),
             config=dict(getattr(self.model_, "config", {}) or {}),
@@ -336,7 +342,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
         """Load an estimator saved with :meth:`save` (``device`` overrides the saved one)."""
-        from tabzoo.checkpoint import load_checkpoint, load_weights, saved_estimator
+        from tabzoo.checkpoint import load_checkpoint, load_weights, model_stem, saved_estimator
 
         stem, state, est = saved_estimator(cls, path, device)
         est.preprocessor_ = TabularPreprocessor.from_state_dict(state["preprocessor"])
@@ -356,7 +362,7 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
         est._fit_local()  # deterministic from the stored context and members
         model = est._load_model()
         own = str(getattr(model, "architecture", type(model).__name__))
-        ckpt = load_checkpoint(stem.with_name(stem.name + ".model"), architecture=own)
+        ckpt = load_checkpoint(model_stem(stem), architecture=own)
         load_weights(model, ckpt.tensors, what=f"{stem}.model", target=f"the model of {cls.__name__}",
                      fix="Load it with the class that saved it.")
         est.model_ = model.to(est.device_).eval()
