@@ -241,6 +241,38 @@ def test_saved_estimator_rebuilds_the_unfitted_estimator_with_its_params(tmp_pat
         saved_estimator(ICLTestClassifier, tmp_path / "run")
 
 
+def test_write_estimator_tags_both_pairs_and_writes_nothing_when_refused(tmp_path: Path) -> None:
+    from tabzoo.checkpoint import (
+        estimator_id,
+        load_checkpoint,
+        load_state,
+        model_stem,
+        write_estimator,
+    )
+
+    class Holder:
+        pass
+
+    net = torch.nn.Linear(3, 2)
+    stem = write_estimator(tmp_path / "h.json", Holder(), {"params": {"a": 1}}, net, architecture="lin",
+                           config={"d": 3}, overwrite=False, extra={"layout": 2})
+    assert stem == tmp_path / "h"
+    assert estimator_id(Holder) == f"{__name__}:test_write_estimator_tags_both_pairs_and_writes_nothing_when_refused.<locals>.Holder"
+    ckpt = load_checkpoint(model_stem(stem), architecture="lin")
+    assert ckpt.meta["extra"] == {"estimator": estimator_id(Holder), "layout": 2} and ckpt.config == {"d": 3}
+    assert json.loads((tmp_path / "h.json").read_text())["extra"] == ckpt.meta["extra"]
+    assert load_state(stem) == {"params": {"a": 1}}
+    torch.testing.assert_close(ckpt.tensors["weight"], net.weight.detach())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(TabzooInputError, match="overwrite=True"):
+        write_estimator(stem, Holder(), {"params": {"a": 2}}, {"w": torch.zeros(1)}, architecture="lin",
+                        config={}, overwrite=False)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    write_estimator(stem, Holder(), {"params": {"a": 2}}, {"w": torch.zeros(1)}, architecture="lin", config={},
+                    overwrite=True)
+    assert load_state(stem) == {"params": {"a": 2}} and set(load_checkpoint(model_stem(stem)).tensors) == {"w"}
+
+
 # -- regressor ------------------------------------------------------------------------------------
 def test_regressor_standardises_targets_and_uses_the_output_hook() -> None:
     X, y = make_regression(n_samples=150, n_features=3, noise=1.0, random_state=0)

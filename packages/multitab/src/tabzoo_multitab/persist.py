@@ -43,27 +43,14 @@ ARCHITECTURE = "multitab-estimator"
 LAYOUT = 1
 
 
-def _who(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Path:
     """Save the fitted estimator ``est`` at stem ``path``; returns the stem.
 
     :raises TabzooInputError: a file of either pair exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import (
-        checkpoint_stem,
-        estimator_files,
-        model_stem,
-        refuse_existing,
-        save_checkpoint,
-        save_state,
-    )
+    from tabzoo.checkpoint import write_estimator
 
     check_is_fitted(est, "model_")
-    stem = checkpoint_stem(path)
-    refuse_existing(estimator_files(stem), overwrite=overwrite)
     tenc: TargetEncoder = est.target_encoder_
     ctx = est.context_
     task_model = getattr(est, "task_model_", None)
@@ -87,11 +74,9 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
     tensors = {f"model.{k}": v for k, v in est.model_.state_dict().items()}
     if task_model is not None:
         tensors |= {f"task_model.{k}": v for k, v in task_model.state_dict().items()}
-    who = {"estimator": _who(type(est)), "layout": LAYOUT}
-    save_state(stem, state, extra=who)
-    save_checkpoint(model_stem(stem), tensors, architecture=ARCHITECTURE,
-                    config={"architecture": str(est.architecture), "tasks": state["tasks"]}, extra=who)
-    return stem
+    return write_estimator(path, est, state, tensors, architecture=ARCHITECTURE,
+                           config={"architecture": str(est.architecture), "tasks": state["tasks"]},
+                           overwrite=overwrite, extra={"layout": LAYOUT})
 
 
 def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
@@ -102,6 +87,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     """
     from tabzoo.checkpoint import (
         checkpoint_stem,
+        estimator_id,
         load_checkpoint,
         load_weights,
         model_stem,
@@ -109,7 +95,7 @@ def load_estimator(cls: type, path: str | Path, device: str | None = None) -> An
     )
 
     stem = checkpoint_stem(path)
-    want = _who(cls)
+    want = estimator_id(cls)
     # the weights pair first: load_checkpoint names a missing file and refuses another model's pair
     ckpt = load_checkpoint(model_stem(stem), architecture=ARCHITECTURE)
     saved_by = ckpt.meta.get("extra", {}).get("estimator")

@@ -40,18 +40,9 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
 
     :raises TabzooInputError: a file of the pair exists and ``overwrite`` is false.
     """
-    from tabzoo.checkpoint import (
-        checkpoint_stem,
-        estimator_files,
-        model_stem,
-        refuse_existing,
-        save_checkpoint,
-        save_state,
-    )
+    from tabzoo.checkpoint import write_estimator
 
     check_is_fitted(est, "model_")
-    stem = checkpoint_stem(path)
-    refuse_existing(estimator_files(stem), overwrite=overwrite)
     encoder: TableEncoder = est.encoder_
     fitted: dict[str, Any] = {"targets": list(est.targets_)}
     if hasattr(est, "classes_"):
@@ -68,20 +59,22 @@ def save_estimator(est: Any, path: str | Path, *, overwrite: bool = False) -> Pa
         "feature_names_in": [str(n) for n in getattr(est, "feature_names_in_", [])] or None,
         "fitted": fitted,
     }
-    cls = type(est)
-    who = {"estimator": f"{cls.__module__}:{cls.__qualname__}"}
-    save_state(stem, state, extra=who)
-    save_checkpoint(model_stem(stem), est.model_, architecture=ARCHITECTURE,
-                    config=est.model_.config.to_dict(), extra=who)
-    return stem
+    return write_estimator(path, est, state, est.model_, architecture=ARCHITECTURE,
+                           config=est.model_.config.to_dict(), overwrite=overwrite)
 
 
 def load_estimator(cls: type, path: str | Path, device: str | None = None) -> Any:
     """Load an estimator of class ``cls`` saved by :func:`save_estimator` (``device`` overrides the saved one)."""
-    from tabzoo.checkpoint import load_checkpoint, load_weights, model_stem, saved_estimator
+    from tabzoo.checkpoint import (
+        estimator_id,
+        load_checkpoint,
+        load_weights,
+        model_stem,
+        saved_estimator,
+    )
 
     stem, state, est = saved_estimator(cls, path, device)
-    want = f"{cls.__module__}:{cls.__qualname__}"
+    want = estimator_id(cls)
     encoder = TableEncoder()
     encoder.pre = TabularPreprocessor.from_state_dict(state["encoder"]["pre"])
     encoder.cardinalities = tuple(int(c) for c in state["encoder"]["cardinalities"])

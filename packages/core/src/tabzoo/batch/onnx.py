@@ -330,7 +330,9 @@ def _export_checked(est: Any, check_rows: int, atol: float, opset: int) -> tuple
 
 
 def _metadata(model: Any, est: Any) -> None:
-    entries = {"tabzoo.estimator": f"{type(est).__module__}:{type(est).__qualname__}",
+    from tabzoo.checkpoint import estimator_id
+
+    entries = {"tabzoo.estimator": estimator_id(type(est)),
                "tabzoo.classes": json.dumps([c.item() if hasattr(c, "item") else c for c in est.classes_]),
                "tabzoo.inputs": "x: float32 [rows, features] in fit's column order, NaN = missing"}
     for key, value in entries.items():

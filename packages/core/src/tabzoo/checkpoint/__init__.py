@@ -20,6 +20,7 @@ from tabzoo.checkpoint.pair import (
     Checkpoint,
     checkpoint_stem,
     estimator_files,
+    estimator_id,
     load_checkpoint,
     load_model,
     load_state,
@@ -30,6 +31,7 @@ from tabzoo.checkpoint.pair import (
     save_checkpoint,
     save_state,
     saved_estimator,
+    write_estimator,
 )
 from tabzoo.checkpoint.shipped import (
     find_checkpoint,
@@ -50,6 +52,7 @@ __all__ = [
     "CheckpointError",
     "checkpoint_stem",
     "estimator_files",
+    "estimator_id",
     "model_stem",
     "find_checkpoint",
     "flatten_state",
@@ -72,4 +75,5 @@ __all__ = [
     "shipped_checkpoints",
     "shipped_dir",
     "unflatten_state",
+    "write_estimator",
 ]

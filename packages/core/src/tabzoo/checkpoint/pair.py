@@ -402,6 +402,29 @@ def load_state(path: str | Path) -> Any:
     return unflatten_state(meta["tree"], tensors)
 
 
+def estimator_id(cls: type) -> str:
+    """How a save names the estimator class that wrote it: ``"<module>:<qualname>"``."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def write_estimator(path: str | Path, est: Any, state: dict[str, Any], model: torch.nn.Module | Mapping[str, torch.Tensor],
+                    *, architecture: str, config: Mapping[str, Any], overwrite: bool,
+                    extra: Mapping[str, Any] | None = None) -> Path:
+    """What every estimator's ``save`` ends with: refuse an earlier save at ``path`` (unless
+    ``overwrite``), then write ``state`` (:func:`save_state`, the pair ``<stem>``) and ``model``
+    (a module or its tensors; :func:`save_checkpoint`, the pair ``<stem>.model``), both tagged with
+    ``{"estimator": estimator_id(type(est)), **extra}``. Returns the stem.
+
+    :raises TabzooInputError: a file of the four exists and ``overwrite`` is false (nothing is written).
+    """
+    stem = checkpoint_stem(path)
+    refuse_existing(estimator_files(stem), overwrite=overwrite)
+    who = {"estimator": estimator_id(type(est)), **dict(extra or {})}
+    save_state(stem, state, extra=who)
+    save_checkpoint(model_stem(stem), model, architecture=architecture, config=dict(config), extra=who)
+    return stem
+
+
 def saved_estimator(cls: type, path: str | Path, device: str | None = None) -> tuple[Path, dict[str, Any], Any]:
     """What every estimator's ``load`` starts from: the stem of ``path``, the state saved there by
     :func:`save_state` (a dict with the estimator's ``"params"``), and an unfitted ``cls(**params)``,

@@ -301,18 +301,9 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
             replaced silently.
         :raises TabzooInputError: a file of the save exists and ``overwrite`` is false.
         """
-        from tabzoo.checkpoint import (
-            checkpoint_stem,
-            estimator_files,
-            model_stem,
-            refuse_existing,
-            save_checkpoint,
-            save_state,
-        )
+        from tabzoo.checkpoint import write_estimator
 
         check_is_fitted(self, "preprocessor_")
-        stem = checkpoint_stem(path)
-        refuse_existing(estimator_files(stem), overwrite=overwrite)
         # a dataclass parameter (e.g. fine_tune=FineTune(...)) is stored as its dict, which the class accepts back
         params = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
                   for k, v in self.get_params(deep=False).items()}
@@ -328,16 +319,9 @@ class InContextEstimator(EnsemblePath, BaseEstimator):
             "feature_names_in": [str(n) for n in getattr(self, "feature_names_in_", [])] or None,
             "extra": self._extra_state(),
         }
-        cls = type(self)
-        save_state(stem, state, extra={"estimator": f"{cls.__module__}:{cls.__qualname__}"})
-        save_checkpoint(
-            model_stem(stem),
-            self.model_,
-            architecture=str(getattr(self.model_, "architecture", type(self.model_).__name__)),
-            config=dict(getattr(self.model_, "config", {}) or {}),
-            extra={"estimator": f"{cls.__module__}:{cls.__qualname__}"},
-        )
-        return stem
+        return write_estimator(path, self, state, self.model_,
+                               architecture=str(getattr(self.model_, "architecture", type(self.model_).__name__)),
+                               config=dict(getattr(self.model_, "config", {}) or {}), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> InContextEstimator:
