@@ -99,12 +99,21 @@ def compiled_recurrence() -> Iterator[None]:
     from tabzoo.kernels import op_registry, scan_cpu
 
     if not scan_cpu.available():
-        raise SystemExit("--scan compiled needs the compiled library: python -m tabzoo.kernels.scan_build")
+        raise SystemExit(
+            "--scan compiled needs the compiled library: python -m tabzoo.kernels.scan_build"
+        )
     table = op_registry._BACKENDS["selective_scan"]
     ref = table["reference"]
 
-    def scan(x: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-             D: torch.Tensor | None = None, reverse: bool = False) -> torch.Tensor:
+    def scan(
+        x: torch.Tensor,
+        delta: torch.Tensor,
+        A: torch.Tensor,
+        B: torch.Tensor,
+        C: torch.Tensor,
+        D: torch.Tensor | None = None,
+        reverse: bool = False,
+    ) -> torch.Tensor:
         return scan_cpu.selective_scan_cpu(x, delta, A, B, C, D, reverse)
 
     table["reference"] = dataclasses.replace(ref, fn=scan)
@@ -114,7 +123,9 @@ def compiled_recurrence() -> Iterator[None]:
         table["reference"] = ref
 
 
-def one(models: dict[str, Any], length: int, scan: str = "compiled", count_dense_up_to: int = 4096) -> dict[str, Any]:
+def one(
+    models: dict[str, Any], length: int, scan: str = "compiled", count_dense_up_to: int = 4096
+) -> dict[str, Any]:
     from tabzoo.kernels import use
 
     ramba = models["ramba"]
@@ -134,7 +145,9 @@ def one(models: dict[str, Any], length: int, scan: str = "compiled", count_dense
     for name, (model, fn) in calls.items():
         # Ramba's fused kernels as their eager ops; the dense models' attention as dispatched (the
         # reference would hold the whole L x L score matrix: GBs at 16k)
-        recurrence = compiled_recurrence() if name == "ramba" and scan == "compiled" else nullcontext()
+        recurrence = (
+            compiled_recurrence() if name == "ramba" and scan == "compiled" else nullcontext()
+        )
         with use("reference" if name == "ramba" else None), recurrence:
             with torch.no_grad():
                 rec[f"{name}_fwd"], parts = _count(fn)
@@ -166,10 +179,18 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
-    p.add_argument("--scan", choices=("compiled", "reference"), default="compiled",
-                   help="selective_scan's reference recurrence, or the compiled scan in its place")
-    p.add_argument("--count-dense-up-to", type=int, default=4096,
-                   help="longer: the dense transformer by its formula, the dense variant left out")
+    p.add_argument(
+        "--scan",
+        choices=("compiled", "reference"),
+        default="compiled",
+        help="selective_scan's reference recurrence, or the compiled scan in its place",
+    )
+    p.add_argument(
+        "--count-dense-up-to",
+        type=int,
+        default=4096,
+        help="longer: the dense transformer by its formula, the dense variant left out",
+    )
     args = p.parse_args()
     models = scaling_models()
     cfg = models["ramba"].cfg
