@@ -14,7 +14,10 @@ that made the node (same ``sequence_nr``); the rest (the loss, ``zero_grad``, th
 ``other``. Per part: self CPU ms and profiler events (ops, nested ones included) per call, forward
 and backward apart; ``norms_residual`` is what a block runs outside its three mixers. Also the share of
 the profiled self time in top-level ops (called from Python or the engine) whose whole time,
-children included, is below ``--small-us`` (20 us): the per-op overhead regime. One torch thread.
+children included, is below ``--small-us`` (20 us): the per-op overhead regime. And the cost of
+the backend choice the layers make on every forward (``tabzoo_ramba.layers._fused``: one
+``select_backend`` per fused op call, 3 per block), per call on the first block's inputs. One torch
+thread.
 """
 
 from __future__ import annotations
@@ -141,6 +144,42 @@ def _profile(fn: Any, repeats: int, small_us: float) -> dict[str, Any]:
     return out
 
 
+def selection_us(ramba: Any, batch: dict[str, Any], calls: int = 2000) -> dict[str, float]:
+    """CPU us per ``layers._fused`` call for ``bimamba_inner`` and ``gathered_attention``, on the
+    inputs the first block passes them (shapes of ``batch``)."""
+    import tabzoo_ramba.layers as layers
+
+    blk, length = ramba.blocks[0], int(batch["kind"].shape[1])
+    e = blk.ssm.fwd.D.shape[0]
+    x, z = torch.randn(2, 1, length, e).unbind(0)
+    gate = torch.rand(1, length)
+    ssm = {
+        "x": x,
+        "z": z,
+        "gate": gate,
+        "open_": (gate > 0).float(),
+        **blk.ssm._params("f", blk.ssm.fwd),
+        **blk.ssm._params("b", blk.ssm.bwd),
+    }
+    st = batch["struct"]
+    gat = {
+        "qkv": torch.randn(length, 3 * ramba.cfg.d_model),
+        "q_tok": st["row_tok"],
+        "k_tok": st["rel_keys"],
+        "n_heads": ramba.cfg.n_heads,
+        "scale": None,
+    }
+    out = {}
+    for op, inputs in (("bimamba_inner", ssm), ("gathered_attention", gat)):
+        for _ in range(100):
+            layers._fused(op, inputs)
+        t = time.thread_time()
+        for _ in range(calls):
+            layers._fused(op, inputs)
+        out[op] = (time.thread_time() - t) / calls * 1e6
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--length", type=int, default=512)
@@ -184,6 +223,7 @@ def main() -> None:
     out["dense_fwdbwd"] = _profile(
         lambda: _fwd_bwd(dense, lambda: dense(x)), args.repeats, args.small_us
     )
+    out["fused_selection_us_per_call"] = selection_us(ramba, batch)
     out["load_average_end"] = list(os.getloadavg())
     for h in handles:
         h.remove()
