@@ -10,7 +10,10 @@ forward + ``sum().backward()``, this thread's CPU time, best of ``--inner`` call
 ``--rounds`` rounds of the four in turn. Ramba's compiled library is called through pybind
 functions that dynamo cannot trace, so each fused op is a graph break (counted by
 ``torch._dynamo.utils.counters``); the compile time and the largest output difference from
-eager are recorded too. One torch thread.
+eager are recorded too. ``--opaque-ops``: the library's functions wrapped as ``torch.library``
+custom ops first (``benchmarks/_ramba_opaque_ops.py``: dynamo traces the fused ops' autograd
+Functions around them, no graph break there) and the registry's debug-logging check ignored by
+dynamo; the eager timings then run through the wrappers too. One torch thread.
 """
 
 from __future__ import annotations
@@ -61,7 +64,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--inner", type=int, default=5)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--opaque-ops", action="store_true", help="the library as torch.library custom ops"
+    )
     args = parser.parse_args()
+    if args.opaque_ops:
+        import logging
+
+        import torch._dynamo
+        from _ramba_opaque_ops import install
+
+        install()
+        torch._dynamo.config.ignore_logging_functions.add(logging.Logger.isEnabledFor)
     from tabzoo.kernels.scan_cpu import NAME, available
     from torch._dynamo.utils import counters
 
@@ -79,6 +93,7 @@ def main() -> None:
         "argv": sys.argv[1:],
         "out_file": args.out,
         "L": int(batch["kind"].shape[1]),
+        "opaque_ops": args.opaque_ops,
         "load_average_start": list(os.getloadavg()),
         "method": " ".join(__doc__.split("\n\n")[2].split()),
     }
