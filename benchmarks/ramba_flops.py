@@ -19,13 +19,32 @@ analytically (``ramba_scan_elementwise``: per token, layer and direction, ``7 * 
 ``exp(dt A)`` times-in, ``dt B x``, the state update and ``C h``, plus ``E * N`` exponentials
 counted as one FLOP each; ``E = expand * d_model``, ``N = d_state``; backward twice the forward).
 Norms, activations and the other elementwise ops of every model are left out (a few per cent).
+
+Under ``use("reference")`` Ramba's block runs its eager chain (``bimamba_inner`` and
+``gathered_attention`` report only the reference, so the layers take the per-op path) with every
+op's reference backend: the recurrence is ``selective_scan``'s reference, a Python loop over the
+tokens forward and backward (it had not finished 16,384 tokens after 12 minutes). ``--scan
+compiled`` (the default) keeps that whole chain and swaps only the function of
+``selective_scan``'s reference backend for the compiled scan (:mod:`tabzoo.kernels.scan_cpu`,
+the same numbers), which the counter cannot see into; the one op of the loop it counts, the readout
+``y_t = <h_t, C_t>`` (an einsum counted as a bmm: ``2 E N`` FLOPs per token, direction and layer
+forward, two such backward), is added back analytically (``scan_readout``), so both give the same
+counts, checked against the reference rows of 2026-11-29 at 512 .. 4,096 tokens (equal to the
+FLOP); ``--scan reference``
+runs the loop as the first run did. Above ``--count-dense-up-to`` tokens (default 4,096) the dense
+models are not run (under the counter their attention took the math path, holding the ``L x L``
+scores): the dense transformer's FLOPs come from its exact formula (``dense_formula``, equal to
+the counted rows at every length counted) and the plugin's dense variant is left out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +77,55 @@ def scan_elementwise(cfg: Any, length: int) -> int:
     return 8 * e * cfg.d_state * length * cfg.n_layers * 2
 
 
-def one(models: dict[str, Any], length: int) -> dict[str, Any]:
+def dense_formula(cfg: Any, length: int) -> tuple[int, int]:
+    """The dense transformer's counted FLOPs (forward, forward + backward): per layer the products
+    ``2 L 12 d^2`` (qkv, out, FFN 4d) and attention ``4 L^2 d``; forward + backward 3x the products
+    and 3.5x the attention (as SDPA's backward is counted)."""
+    d = cfg.d_model
+    prod, attn = 2 * length * 12 * d * d, 4 * length * length * d
+    return cfg.n_layers * (prod + attn), cfg.n_layers * (3 * prod + 7 * attn // 2)
+
+
+def scan_readout(cfg: Any, length: int) -> int:
+    """Forward FLOPs the counter sees in the reference recurrence: its readout einsum ``bdn,bn->bd``
+    (a bmm), ``2 E N`` per token, direction and layer (batch 1); its backward is two such."""
+    return 2 * cfg.expand * cfg.d_model * cfg.d_state * length * 2 * cfg.n_layers
+
+
+@contextmanager
+def compiled_recurrence() -> Iterator[None]:
+    """``selective_scan``'s reference backend with the compiled scan as its function (the same
+    numbers, no counted op either way: see the module docstring)."""
+    from tabzoo.kernels import op_registry, scan_cpu
+
+    if not scan_cpu.available():
+        raise SystemExit(
+            "--scan compiled needs the compiled library: python -m tabzoo.kernels.scan_build"
+        )
+    table = op_registry._BACKENDS["selective_scan"]
+    ref = table["reference"]
+
+    def scan(
+        x: torch.Tensor,
+        delta: torch.Tensor,
+        A: torch.Tensor,
+        B: torch.Tensor,
+        C: torch.Tensor,
+        D: torch.Tensor | None = None,
+        reverse: bool = False,
+    ) -> torch.Tensor:
+        return scan_cpu.selective_scan_cpu(x, delta, A, B, C, D, reverse)
+
+    table["reference"] = dataclasses.replace(ref, fn=scan)
+    try:
+        yield
+    finally:
+        table["reference"] = ref
+
+
+def one(
+    models: dict[str, Any], length: int, scan: str = "compiled", count_dense_up_to: int = 4096
+) -> dict[str, Any]:
     from tabzoo.kernels import use
 
     ramba = models["ramba"]
@@ -70,19 +137,37 @@ def one(models: dict[str, Any], length: int) -> dict[str, Any]:
         "dense_mixer": (models["dense_mixer"], lambda: models["dense_mixer"](batch)),
     }
     rec: dict[str, Any] = {"L": int(batch["kind"].shape[1])}
+    formula = dense_formula(ramba.cfg, rec["L"])
+    if length > count_dense_up_to:
+        calls = {"ramba": calls["ramba"]}
+        rec["dense_fwd"], rec["dense_fwdbwd"] = formula
+        rec["dense_source"] = "formula (dense_formula)"
     for name, (model, fn) in calls.items():
         # Ramba's fused kernels as their eager ops; the dense models' attention as dispatched (the
         # reference would hold the whole L x L score matrix: GBs at 16k)
-        with use("reference" if name == "ramba" else None):
+        recurrence = (
+            compiled_recurrence() if name == "ramba" and scan == "compiled" else nullcontext()
+        )
+        with use("reference" if name == "ramba" else None), recurrence:
             with torch.no_grad():
                 rec[f"{name}_fwd"], parts = _count(fn)
             rec[f"{name}_fwdbwd"], _ = _count(lambda m=model, f=fn: _fwd_bwd(m, f))
         rec[f"{name}_fwd_parts"] = parts
+    if scan == "compiled":  # the reference loop's counted readout, added back
+        readout = scan_readout(ramba.cfg, rec["L"])
+        rec["ramba_scan_readout_fwd"] = readout
+        rec["ramba_fwd"] += readout
+        rec["ramba_fwdbwd"] += 3 * readout
+    if "dense_source" not in rec:
+        rec["dense_source"] = "counted"
+        rec["dense_formula_equal"] = (rec["dense_fwd"], rec["dense_fwdbwd"]) == formula
     extra = scan_elementwise(ramba.cfg, rec["L"])
     rec["ramba_scan_elementwise_fwd"] = extra
     rec["ramba_fwd_total"] = rec["ramba_fwd"] + extra
     rec["ramba_fwdbwd_total"] = rec["ramba_fwdbwd"] + 3 * extra
     for d in ("dense", "dense_mixer"):
+        if f"{d}_fwd" not in rec:
+            continue
         rec[f"{d}_over_ramba_fwd"] = rec[f"{d}_fwd"] / rec["ramba_fwd_total"]
         rec[f"{d}_over_ramba_fwdbwd"] = rec[f"{d}_fwdbwd"] / rec["ramba_fwdbwd_total"]
     print(json.dumps({k: v for k, v in rec.items() if not k.endswith("parts")}), file=sys.stderr)
@@ -94,13 +179,26 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    p.add_argument(
+        "--scan",
+        choices=("compiled", "reference"),
+        default="compiled",
+        help="selective_scan's reference recurrence, or the compiled scan in its place",
+    )
+    p.add_argument(
+        "--count-dense-up-to",
+        type=int,
+        default=4096,
+        help="longer: the dense transformer by its formula, the dense variant left out",
+    )
     args = p.parse_args()
     models = scaling_models()
     cfg = models["ramba"].cfg
-    rows = [one(models, int(n)) for n in args.lengths.split(",")]
+    rows = [one(models, int(n), args.scan, args.count_dense_up_to) for n in args.lengths.split(",")]
     out = {
         "what": __doc__.splitlines()[0],
         "method": " ".join(__doc__.split("\n\n")[2].split()),
+        "scan": " ".join(__doc__.split("\n\n")[3].split()),
         "model": {
             "ramba": cfg.__dict__,
             "dense": {
