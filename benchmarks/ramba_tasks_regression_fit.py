@@ -23,7 +23,9 @@ of ``fit``'s predictions per seed, and, recomputed from the kept per-member pred
 Beside it, per seed, flat LightGBM (the committed tuned configuration, ``gbdt_flat`` of the select
 study): trained on fit's 1,000 training rows and early-stopped on its hold-out (raw and with the
 hold-out's line, the same rows and line as Ramba), and trained on all 2,000 rows early-stopped on
-the val draw (what a user would run on the whole train split).
+the val draw (what a user would run on the whole train split). ``--relational-peers``: the same
+two on the hand-made causal aggregates (``lightgbm-relational-*``, their committed tuned
+configuration).
 
 ``--budget large``: the 5,000-seed budget of ``ramba-tasks-model-regression-stab-large-`` (the
 5,000-seed train draw plus 1,000 ``hold_draw`` rows as one 6,000-row train split, sampler 24 / 96,
@@ -169,16 +171,19 @@ def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np
     from tabzoo_ramba.train import linear_recalibration
 
     rows: dict[str, list[float]] = {}
+    row_seeds: dict[str, list[int]] = {}
     for s in sorted(preds):
         for k in range(1, preds[s]["test"].shape[0] + 1):
             p = {part: combine(v[:k], kind) for part, v in preds[s].items()}
             for tag in ("", "-wavg") if "test-wavg" in p else ("",):
+                for name in (f"ens-{k}{tag}", f"ens-{k}{tag}+recal") if kind == "regression" else (f"ens-{k}{tag}",):
+                    row_seeds.setdefault(name, []).append(s)
                 rows.setdefault(f"ens-{k}{tag}", []).append(_metric(kind, y[s]["test"], p[f"test{tag}"]))
                 if kind == "regression":
                     a, b = linear_recalibration(p[f"hold{tag}"], y[s]["hold"])
                     rows.setdefault(f"ens-{k}{tag}+recal", []).append(r2(y[s]["test"], a * p[f"test{tag}"] + b))
     return {name: {"test_mean": float(np.mean(v)), "test_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                   "test": v} for name, v in rows.items()}
+                   "test": v, "seeds": row_seeds[name]} for name, v in rows.items()}
 
 
 def main() -> None:
@@ -196,6 +201,8 @@ def main() -> None:
                    help="also score each member's states averaged in weight space (ens-K-wavg)")
     p.add_argument("--preds", default=None, help="npz of the per-member predictions (written; read with --summarise-only)")
     p.add_argument("--summarise-only", action="store_true")
+    p.add_argument("--relational-peers", action="store_true",
+                   help="also LightGBM on the hand-made causal aggregates (relational_features), the same rows")
     p.add_argument("--run-records", default="", help="with --summarise-only: the training runs' JSONs (comma-"
                    "separated), whose fit runs, load and time records are kept")
     p.add_argument("--out", default=None)
@@ -225,15 +232,17 @@ def main() -> None:
         "config": {"preset": "tiny", "text_encoder": "hashing"}, "load_average_at_start": load0,
         **({"note": args.note} if args.note else {})}
     peers: dict[str, Any] = {}
-    for s in seeds if bt.task.kind == "regression" else ():  # (classification: the committed peers)  # LightGBM on fit's own rows, early-stopped on its hold-out (with its line)
-        rest, hold = carved[s]  # type: ignore[misc]
-        with warnings.catch_warnings():  # gbdt_flat's spread over one seed is NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            g = gbdt_flat(bt, db, {"train": rest, "val": draw["val"], "test": draw["test"]}, hold, [s])
-        peers.setdefault("lightgbm-flat-fit-rows-es-hold", []).append(g["lightgbm-flat-es-hold"]["runs"][0])
-    if bt.task.kind == "regression":
-        g = gbdt_flat(bt, db, {"train": given, "val": draw["val"], "test": draw["test"]}, carved[seeds[0]][1], seeds)  # type: ignore[index]
-        peers["lightgbm-flat-all-rows-es-val"] = g["lightgbm-flat-es-val"]["runs"]
+    for fs in ("flat", "relational") if args.relational_peers else ("flat",):
+        for s in seeds if bt.task.kind == "regression" else ():  # (classification: the committed peers)
+            rest, hold = carved[s]  # type: ignore[misc]  # LightGBM on fit's own rows, early-stopped on its hold-out
+            with warnings.catch_warnings():  # gbdt_flat's spread over one seed is NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                g = gbdt_flat(bt, db, {"train": rest, "val": draw["val"], "test": draw["test"]}, hold, [s], fs)
+            peers.setdefault(f"lightgbm-{fs}-fit-rows-es-hold", []).append(g["lightgbm-flat-es-hold"]["runs"][0])
+        if bt.task.kind == "regression":
+            g = gbdt_flat(bt, db, {"train": given, "val": draw["val"], "test": draw["test"]}, carved[seeds[0]][1],  # type: ignore[index]
+                          seeds, fs)
+            peers[f"lightgbm-{fs}-all-rows-es-val"] = g["lightgbm-flat-es-val"]["runs"]
     peer_summary = {name: {key: [float(np.mean([r[key] for r in runs])), float(np.std([r[key] for r in runs], ddof=1))]
                            for key in ("test", "test_recal")} | {"runs": runs} for name, runs in peers.items()}
     for name, v in peer_summary.items():
@@ -266,7 +275,7 @@ def main() -> None:
                                    float(np.std([v["test"] for v in fitted.values()], ddof=1))
                                    if len(fitted) > 1 else 0.0] if fitted else None,
                       "estimators": summarise(y, preds, bt.task.kind) if preds else {}, "peers": peer_summary,
-                      "seeds_done": sorted(s for s in preds if s in fitted or args.summarise_only),
+                      "seeds_done": sorted(s for s in preds if s in fitted or (args.summarise_only and not fitted)),
                       "members_done": {str(s): int(v["test"].shape[0]) for s, v in sorted(preds.items())},
                       "member_times": {str(s): v for s, v in sorted(times.items())}, "load_average_at_end": list(os.getloadavg()),
                       "total_s": round(time.time() - t0, 1), "machine": machine_info()}
