@@ -167,11 +167,14 @@ def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np
     """Test metric (R^2 / ROC-AUC; mean, std over seeds, per seed) of ``ens-K`` (the first K
     members' mean) and, for regression, ``ens-K+recal`` (mapped by the line fitted on the hold-out);
     ``ens-K-wavg`` likewise from the weight-averaged members where recorded. A seed cut short
-    counts for the K its finished members reach."""
-    from tabzoo_ramba.train import linear_recalibration
+    counts for the K its finished members reach. Regression rows also give the hold-out's own
+    R^2 (``hold``: raw; ``+recal`` rows: 5-fold cross-validated, the line fitted on the other
+    folds), which a user could choose between the two by without the test split."""
+    from tabzoo_ramba.train import cv_recalibrated_r2, linear_recalibration
 
     rows: dict[str, list[float]] = {}
     row_seeds: dict[str, list[int]] = {}
+    on_hold: dict[str, list[float]] = {}
     for s in sorted(preds):
         for k in range(1, preds[s]["test"].shape[0] + 1):
             p = {part: combine(v[:k], kind) for part, v in preds[s].items()}
@@ -182,8 +185,11 @@ def summarise(y: dict[int, dict[str, np.ndarray]], preds: dict[int, dict[str, np
                 if kind == "regression":
                     a, b = linear_recalibration(p[f"hold{tag}"], y[s]["hold"])
                     rows.setdefault(f"ens-{k}{tag}+recal", []).append(r2(y[s]["test"], a * p[f"test{tag}"] + b))
+                    on_hold.setdefault(f"ens-{k}{tag}", []).append(r2(y[s]["hold"], p[f"hold{tag}"]))
+                    on_hold.setdefault(f"ens-{k}{tag}+recal", []).append(cv_recalibrated_r2(p[f"hold{tag}"], y[s]["hold"]))
     return {name: {"test_mean": float(np.mean(v)), "test_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-                   "test": v, "seeds": row_seeds[name]} for name, v in rows.items()}
+                   "test": v, "seeds": row_seeds[name]} | ({"hold": on_hold[name]} if name in on_hold else {})
+            for name, v in rows.items()}
 
 
 def main() -> None:
