@@ -351,3 +351,46 @@ def _delay_fit_figures() -> list[tuple[str, str]]:
 def test_readme_delay_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
     readme = " ".join(README.read_text(encoding="utf-8").split())
     assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
+
+
+def _large_fit_figures() -> list[tuple[str, str]]:
+    """``Ramba.fit(ensemble=5, snapshot_every=50, hold=1000, recalibrate=True)`` at the 5,000-seed
+    budget (``ramba_tasks_regression_fit.py --budget large``; the run's file, summarised with the
+    flat and aggregate LightGBM peers on the same rows), and its members' weight averages."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-fit-large-summary-2026-11-29.json").read_text())
+    e, p, done = d["estimators"], d["peers"], d["seeds_done"]
+    runs = [d["fit_runs"][str(s)] for s in done]
+
+    def per_seed(name: str) -> str:
+        return " / ".join(f"{r['test']:.3f}" for r in p[name]["runs"])
+
+    def row(k: int) -> str:
+        return "| " + " | ".join([str(k)] + [f"{e[f'ens-{k}{t}']['test_mean']:.3f}"
+                                               for t in ("", "+recal", "-wavg", "-wavg+recal")]) + " |"
+
+    times = [t for s in done for t in d["member_times"][str(s)]]
+    out = [("large fit test", "test R^2 " + " / ".join(f"{r['test']:.3f}" for r in runs) + " at seed"
+            + ("s " if len(done) > 1 else " ") + " / ".join(str(s) for s in done)),
+           ("large seeds", f"Seeds done: {len(done)} of 3"),
+           ("large hold choice", f"its own R^2 is {e['ens-5']['hold'][0]:.3f} raw against "
+            f"{e['ens-5+recal']['hold'][0]:.3f} with the line (5-fold cross-validated)")]
+    out += [(f"large row ens-{k}", row(k)) for k in range(1, 6)]
+    for name, what in (("lightgbm-flat-fit-rows-es-hold", "flat, 5,000 rows, early-stopped on the hold-out"),
+                       ("lightgbm-flat-all-rows-es-val", "flat, all 6,000 rows, early-stopped on val"),
+                       ("lightgbm-relational-fit-rows-es-hold", "aggregates, 5,000 rows, early-stopped on the hold-out"),
+                       ("lightgbm-relational-all-rows-es-val", "aggregates, all 6,000 rows, early-stopped on val")):
+        out.append((name, f"| {what} | {per_seed(name)} | {p[name]['test'][0]:.3f} +- {p[name]['test'][1]:.3f} |"))
+    out.append(("large training cost", "training " + " / ".join(f"{t['train_cpu_s']:.0f}" for t in times)
+                + " CPU s per member"))
+    out.append(("large predict cost", "its 7 states predict 2,000 rows in "
+                + " / ".join(f"{t['predict_cpu_s']:.0f}" for t in times) + " CPU s, the weight average in "
+                + " / ".join(f"{t['predict_wavg_cpu_s']:.0f}" for t in times)))
+    loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
+    out.append(("large load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    return out
+
+
+@pytest.mark.parametrize(("what", "text"), _large_fit_figures())
+def test_readme_large_fit_option_figure_matches_its_result_file(what: str, text: str) -> None:
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert text in readme, f"{what}: the README should say {text!r} (from benchmarks/results)"
