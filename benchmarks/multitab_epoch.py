@@ -86,7 +86,12 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        "l1": dict(n_layers=1),
                                        # one block with per-task / guarded selection (issue 26; needs --n-val)
                                        "l1_pertask": dict(n_layers=1, select="per_task"),
-                                       "l1_guarded": dict(n_layers=1, select="guarded")}
+                                       "l1_guarded": dict(n_layers=1, select="guarded"),
+                                       # issue 26's cheaper steps: dropout masks from 16-bit random words, and
+                                       # with a 64-wide skip path
+                                       "l1_guarded_words": dict(n_layers=1, select="guarded", dropout_masks="words"),
+                                       "l1_guarded_words_skip64": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                       skip_hidden=64)}
 #: MMoE options timed with ``--mmoe-variants``
 MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded")}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)

@@ -139,6 +139,9 @@ class MultiTabEstimator(BaseEstimator):
         (``multitab-grid-sizes-skip{,2}-summary-2026-11-29.json``). ``0`` = the paper's backbone.
     :param skip_layers: hidden layers of the skip path (default 2: better than 1 on validation EV
         in ``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
+    :param dropout_masks: MultiTab-Net's dropout mask draws: ``"bernoulli"`` (torch's ``nn.Dropout``)
+        or ``"words"`` (16-bit random words, :class:`~tabzoo_multitab.dropout.WordDropout`; cheaper,
+        same probability, different random numbers); see :class:`~tabzoo_multitab.config.MultiTabConfig`.
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -166,7 +169,7 @@ class MultiTabEstimator(BaseEstimator):
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
-                 skip_layers: int = 2, select: str = "guarded") -> None:
+                 skip_layers: int = 2, select: str = "guarded", dropout_masks: str = "bernoulli") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -203,6 +206,7 @@ class MultiTabEstimator(BaseEstimator):
         self.skip_hidden = skip_hidden
         self.skip_layers = skip_layers
         self.select = select
+        self.dropout_masks = dropout_masks
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -252,7 +256,7 @@ class MultiTabEstimator(BaseEstimator):
                                  row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
                                  num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
                                  plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden),
-                                 skip_layers=int(self.skip_layers))
+                                 skip_layers=int(self.skip_layers), dropout_masks=self.dropout_masks)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
