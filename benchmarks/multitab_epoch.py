@@ -91,7 +91,13 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        # with a 64-wide skip path
                                        "l1_guarded_words": dict(n_layers=1, select="guarded", dropout_masks="words"),
                                        "l1_guarded_words_skip64": dict(n_layers=1, select="guarded", dropout_masks="words",
-                                                                       skip_hidden=64)}
+                                                                       skip_hidden=64),
+                                       # ... and one inter-sample head (and a feed-forward as wide as the token)
+                                       "l1_guarded_words_skip64_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                           skip_hidden=64, row_heads=1),
+                                       "l1_guarded_words_skip64_ff1_rh1": dict(n_layers=1, select="guarded",
+                                                                               dropout_masks="words", skip_hidden=64,
+                                                                               ff_mult=1, row_heads=1)}
 #: MMoE options timed with ``--mmoe-variants``
 MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded")}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
@@ -221,11 +227,11 @@ def main() -> None:
                                      for m in models(args.row_dims, args.variants, args.mmoe_variants).items()):
                 use_adam(impl)
                 name = name if len(args.adam) == 1 else f"{name}/{impl}"
-                est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
+                est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4,
                                         hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
                                         max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
-                                        calibration=None, task_types=["regression"] * t,
-                                        patience=args.epochs, **{k: v for k, v in kw.items() if k != "kernels"})
+                                        calibration=None, task_types=["regression"] * t, patience=args.epochs,
+                                        **({"row_heads": 4} | {k: v for k, v in kw.items() if k != "kernels"}))
                 forced = kw.get("kernels")
                 _EPOCHS.clear()
                 c0 = time.process_time()

@@ -55,12 +55,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "noskip_drop0": dict(architecture="multitab", n_layers=1, skip_hidden=0, dropout=0.0),
     "words": dict(architecture="multitab", n_layers=1, dropout_masks="words"),
     "words_skip64": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64),
+    "words_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=1),
+    "words_rh2": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=2),
+    "words_skip64_ff1": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1),
+    "words_skip64_ff1_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1,
+                                 row_heads=1),
 }
 
 
 def fitted(kw: dict[str, Any], X: np.ndarray, Y: np.ndarray, t: int, batch: int) -> MultiTabEstimator:
     """A model of the benchmark's width, fitted one epoch (for its built network)."""
-    est = MultiTabEstimator(d_embed=8, n_heads=2, row_heads=4, hidden=(128, 64), n_context=256, max_epochs=1,
+    kw = {"row_heads": 4} | kw
+    est = MultiTabEstimator(d_embed=8, n_heads=2, hidden=(128, 64), n_context=256, max_epochs=1,
                             batch_size=batch, val_fraction=0.0, calibration=None, task_types=["regression"] * t,
                             select="joint", **kw)
     return est.fit(X, Y)
@@ -117,6 +123,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per variant")
     ap.add_argument("--profile-steps", type=int, default=10)
+    ap.add_argument("--profile", nargs="*", default=[], choices=sorted(VARIANTS), help="variants also profiled per op")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=sorted(VARIANTS))
     args = ap.parse_args()
     if args.out is not None and args.out.exists():
@@ -135,7 +142,7 @@ def main() -> None:
         # per module for MultiTab-Net only (FlopCounterMode attributes MMoE's ModuleList experts cumulatively)
         row["mflop_by_module"] = module_flops(ests["default"].model_, xb)
         row["params"] = {n: sum(p.numel() for p in e.model_.parameters()) for n, e in ests.items()}
-        row["op_ms"] = {n: op_times(ests[n].model_, xb, yb, args.profile_steps) for n in ("mmoe", "default")}
+        row["op_ms"] = {n: op_times(ests[n].model_, xb, yb, args.profile_steps) for n in ("mmoe", "default", *args.profile)}
         opts = {n: torch.optim.Adam(e.model_.parameters(), lr=1e-3, foreach=True) for n, e in ests.items()}
         got: dict[str, list[float]] = defaultdict(list)
         for it in range(args.steps + 5):
