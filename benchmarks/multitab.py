@@ -93,6 +93,10 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              # a 64-wide skip path, one inter-sample head; ``mt_lite`` also a feed-forward as wide as the token
              "mt_lite": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
                              skip_hidden=64, ff_mult=1, row_heads=1),
+             # word masks, dropout only after hidden activations (none on the residual branches), one
+             # inter-sample head; the skip path and the feed-forwards as in mt_l1_guarded
+             "mt_lean": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                             dropout_sites="hidden", row_heads=1, skip_hidden=128, ff_mult=2),
              "mt_lite_ff2": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
                                  skip_hidden=64, row_heads=1),
              # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
@@ -110,6 +114,7 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "mmoe_pertask": "MMoE, per-task selection", "mt_guarded": "MultiTab-Net, guarded per-task selection",
          "mt_l1_guarded": "MultiTab-Net, one block, guarded per-task selection",
          "mmoe_guarded": "MMoE, guarded per-task selection", "mt_lite": "MultiTab-Net, one block, guarded selection, lite step",
+         "mt_lean": "MultiTab-Net, one block, guarded selection, lean step",
          "mt_lite_ff2": "MultiTab-Net, one block, guarded selection, lite step with ff_mult=2", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
@@ -132,7 +137,10 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
                 weight_decay=1e-5, schedule="cosine", early_stopping="metric",
                 # pinned: every committed run before 2026-11-29's per-task default selected jointly; the
                 # ``*_pertask`` variants override it
-                select="joint")
+                select="joint",
+                # pinned: the step every committed run trained with (a 128-wide skip path, a feature
+                # feed-forward twice the token width, nn.Dropout's masks); ``mt_lite*`` override them
+                skip_hidden=128, ff_mult=2, dropout_masks="bernoulli")
 
 
 def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:

@@ -92,6 +92,12 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        "l1_guarded_words": dict(n_layers=1, select="guarded", dropout_masks="words"),
                                        "l1_guarded_words_skip64": dict(n_layers=1, select="guarded", dropout_masks="words",
                                                                        skip_hidden=64),
+                                       # word masks, dropout only after hidden activations (none on the residual
+                                       # branches), and with one inter-sample head
+                                       "l1_guarded_words_hidden": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                       dropout_sites="hidden"),
+                                       "l1_guarded_words_hidden_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                           dropout_sites="hidden", row_heads=1),
                                        # ... and one inter-sample head (and a feed-forward as wide as the token)
                                        "l1_guarded_words_skip64_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
                                                                            skip_hidden=64, row_heads=1),
@@ -120,7 +126,9 @@ def timed_batches() -> None:
 def models(row_dims: list[int], variants: list[str] = (), mmoe_variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
     # pinned: ``multitab`` = two blocks, every model joint selection unless its variant says otherwise, as in
     # every committed run (the estimator's default is one block with guarded selection since 2026-11-29)
-    mt, mm = dict(architecture="multitab", n_layers=2, select="joint"), dict(architecture="mmoe", select="joint")
+    # (and the step of every committed run: a 128-wide skip path, feature feed-forward 2x, nn.Dropout's masks)
+    mt = dict(architecture="multitab", n_layers=2, select="joint", skip_hidden=128, ff_mult=2, dropout_masks="bernoulli")
+    mm = dict(architecture="mmoe", select="joint")
     out: dict[str, dict[str, Any]] = {"mmoe": dict(mm), "multitab": dict(mt)}
     for v in mmoe_variants:
         out[f"mmoe_{v}"] = mm | MMOE_VARIANTS[v]

@@ -55,6 +55,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "noskip_drop0": dict(architecture="multitab", n_layers=1, skip_hidden=0, dropout=0.0),
     "words": dict(architecture="multitab", n_layers=1, dropout_masks="words"),
     "words_skip64": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64),
+    "hidden": dict(architecture="multitab", n_layers=1, dropout_sites="hidden"),
+    "words_hidden": dict(architecture="multitab", n_layers=1, dropout_masks="words", dropout_sites="hidden"),
+    "words_hidden_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", dropout_sites="hidden",
+                             row_heads=1),
     "words_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=1),
     "words_rh2": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=2),
     "words_skip64_ff1": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1),
@@ -65,7 +69,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def fitted(kw: dict[str, Any], X: np.ndarray, Y: np.ndarray, t: int, batch: int) -> MultiTabEstimator:
     """A model of the benchmark's width, fitted one epoch (for its built network)."""
-    kw = {"row_heads": 4} | kw
+    # the default of 2026-11-29 before the lite step, pinned (the variants override it)
+    kw = {"row_heads": 4, "skip_hidden": 128, "ff_mult": 2, "dropout_masks": "bernoulli"} | kw
     est = MultiTabEstimator(d_embed=8, n_heads=2, hidden=(128, 64), n_context=256, max_epochs=1,
                             batch_size=batch, val_fraction=0.0, calibration=None, task_types=["regression"] * t,
                             select="joint", **kw)

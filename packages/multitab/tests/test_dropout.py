@@ -85,3 +85,20 @@ def test_config_option_roundtrip_legacy_and_refusal() -> None:
 def test_use_word_dropout_returns_the_module() -> None:
     seq = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.25))
     assert use_word_dropout(seq) is seq and isinstance(seq[1], WordDropout) and seq[1].p == 0.25
+
+
+def test_hidden_sites_drop_only_after_hidden_activations() -> None:
+    torch.manual_seed(0)
+    full = MultiTabNet(_cfg())
+    torch.manual_seed(0)
+    hidden = MultiTabNet(_cfg(dropout_sites="hidden", dropout_masks="words"))
+    block = hidden.blocks[0]
+    for tb in (block.feature, block.rows):
+        assert isinstance(tb.attn.dropout, nn.Identity) and isinstance(tb.dropout, nn.Identity)
+        assert isinstance(tb.ffn.net[2], WordDropout)  # the feed-forward's hidden layer keeps its dropout
+    n_full = sum(type(m) is nn.Dropout for m in full.modules())
+    assert sum(isinstance(m, WordDropout) for m in hidden.modules()) == n_full - 4
+    assert full.state_dict().keys() == hidden.state_dict().keys()
+    assert MultiTabConfig.from_dict({k: v for k, v in _cfg().to_dict().items() if k != "dropout_sites"}).dropout_sites == "all"
+    with pytest.raises(TabzooInputError, match="dropout_sites"):
+        _cfg(dropout_sites="outputs")

@@ -142,6 +142,8 @@ class MultiTabEstimator(BaseEstimator):
     :param dropout_masks: MultiTab-Net's dropout mask draws: ``"bernoulli"`` (torch's ``nn.Dropout``)
         or ``"words"`` (16-bit random words, :class:`~tabzoo_multitab.dropout.WordDropout`; cheaper,
         same probability, different random numbers); see :class:`~tabzoo_multitab.config.MultiTabConfig`.
+    :param dropout_sites: ``"all"`` or ``"hidden"`` (MultiTab-Net: dropout only after hidden
+        activations, none on the residual branches); see :class:`~tabzoo_multitab.config.MultiTabConfig`.
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -169,7 +171,8 @@ class MultiTabEstimator(BaseEstimator):
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
-                 skip_layers: int = 2, select: str = "guarded", dropout_masks: str = "bernoulli") -> None:
+                 skip_layers: int = 2, select: str = "guarded", dropout_masks: str = "bernoulli",
+                 dropout_sites: str = "all") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -207,6 +210,7 @@ class MultiTabEstimator(BaseEstimator):
         self.skip_layers = skip_layers
         self.select = select
         self.dropout_masks = dropout_masks
+        self.dropout_sites = dropout_sites
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -256,7 +260,8 @@ class MultiTabEstimator(BaseEstimator):
                                  row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
                                  num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
                                  plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden),
-                                 skip_layers=int(self.skip_layers), dropout_masks=self.dropout_masks)
+                                 skip_layers=int(self.skip_layers), dropout_masks=self.dropout_masks,
+                                 dropout_sites=self.dropout_sites)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")
