@@ -59,6 +59,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
 from tabzoo import kernels  # noqa: E402
+from tabzoo_multitab.dropout import use_word_dropout  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
 from tabzoo_priors import MultiTabBench  # noqa: E402
 
@@ -105,7 +106,11 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                                                                dropout_masks="words", skip_hidden=64,
                                                                                ff_mult=1, row_heads=1)}
 #: MMoE options timed with ``--mmoe-variants``
-MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded")}
+MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded"),
+                                             # MMoE with MultiTab-Net's word dropout masks (a fairness check: how
+                                             # much of the gap the mask draws were; the estimator option is
+                                             # MultiTab-Net's only, so this patches the built MMoE)
+                                             "words": dict(word_masks=True)}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
 
 
@@ -239,7 +244,10 @@ def main() -> None:
                                         hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
                                         max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
                                         calibration=None, task_types=["regression"] * t, patience=args.epochs,
-                                        **({"row_heads": 4} | {k: v for k, v in kw.items() if k != "kernels"}))
+                                        **({"row_heads": 4} | {k: v for k, v in kw.items() if k not in ("kernels", "word_masks")}))
+                if kw.get("word_masks"):
+                    build = est._build
+                    est._build = lambda build=build: use_word_dropout(build())  # type: ignore[method-assign]
                 forced = kw.get("kernels")
                 _EPOCHS.clear()
                 c0 = time.process_time()
