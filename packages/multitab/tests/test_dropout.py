@@ -102,3 +102,19 @@ def test_hidden_sites_drop_only_after_hidden_activations() -> None:
     assert MultiTabConfig.from_dict({k: v for k, v in _cfg().to_dict().items() if k != "dropout_sites"}).dropout_sites == "all"
     with pytest.raises(TabzooInputError, match="dropout_sites"):
         _cfg(dropout_sites="outputs")
+
+
+def test_estimator_passes_the_options_to_the_model() -> None:
+    pytest.importorskip("sklearn")
+    import numpy as np
+    from tabzoo_multitab.estimator import MultiTabEstimator
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=(40, 2))
+    est = MultiTabEstimator(d_embed=8, n_heads=2, row_heads=2, max_epochs=1, task_types=["regression"] * 2,
+                            dropout_masks="words", dropout_sites="hidden", random_state=0).fit(X, y)
+    assert est.model_.cfg.dropout_masks == "words" and est.model_.cfg.dropout_sites == "hidden"
+    assert any(isinstance(m, WordDropout) for m in est.model_.modules())
+    assert not any(type(m) is nn.Dropout for m in est.model_.modules())
+    with pytest.raises(TabzooInputError, match="dropout_masks"):
+        MultiTabEstimator(dropout_masks="coin", max_epochs=1).fit(X, y)
