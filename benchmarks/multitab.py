@@ -139,8 +139,9 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
                 # ``*_pertask`` variants override it
                 select="joint",
                 # pinned: the step every committed run trained with (a 128-wide skip path, a feature
-                # feed-forward twice the token width, nn.Dropout's masks); ``mt_lite*`` override them
-                skip_hidden=128, ff_mult=2, dropout_masks="bernoulli")
+                # feed-forward twice the token width, nn.Dropout's masks at every site; row_heads=4 above);
+                # ``mt_lite*`` / ``mt_lean`` override them (mt_lean = the estimator's default since 2026-11-29, late)
+                skip_hidden=128, ff_mult=2, dropout_masks="bernoulli", dropout_sites="all")
 
 
 def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:

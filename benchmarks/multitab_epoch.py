@@ -132,7 +132,8 @@ def models(row_dims: list[int], variants: list[str] = (), mmoe_variants: list[st
     # pinned: ``multitab`` = two blocks, every model joint selection unless its variant says otherwise, as in
     # every committed run (the estimator's default is one block with guarded selection since 2026-11-29)
     # (and the step of every committed run: a 128-wide skip path, feature feed-forward 2x, nn.Dropout's masks)
-    mt = dict(architecture="multitab", n_layers=2, select="joint", skip_hidden=128, ff_mult=2, dropout_masks="bernoulli")
+    mt = dict(architecture="multitab", n_layers=2, select="joint", skip_hidden=128, ff_mult=2, dropout_masks="bernoulli",
+              dropout_sites="all")
     mm = dict(architecture="mmoe", select="joint")
     out: dict[str, dict[str, Any]] = {"mmoe": dict(mm), "multitab": dict(mt)}
     for v in mmoe_variants:

@@ -70,7 +70,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def fitted(kw: dict[str, Any], X: np.ndarray, Y: np.ndarray, t: int, batch: int) -> MultiTabEstimator:
     """A model of the benchmark's width, fitted one epoch (for its built network)."""
     # the default of 2026-11-29 before the lite step, pinned (the variants override it)
-    kw = {"row_heads": 4, "skip_hidden": 128, "ff_mult": 2, "dropout_masks": "bernoulli"} | kw
+    kw = {"row_heads": 4, "skip_hidden": 128, "ff_mult": 2, "dropout_masks": "bernoulli", "dropout_sites": "all"} | kw
     est = MultiTabEstimator(d_embed=8, n_heads=2, hidden=(128, 64), n_context=256, max_epochs=1,
                             batch_size=batch, val_fraction=0.0, calibration=None, task_types=["regression"] * t,
                             select="joint", **kw)
