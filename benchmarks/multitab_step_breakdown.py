@@ -51,29 +51,66 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ff1": dict(architecture="multitab", n_layers=1, ff_mult=1),
     "head16": dict(architecture="multitab", n_layers=1, head_hidden=16),
     "r32": dict(architecture="multitab", n_layers=1, row_dim=32),
-    "skip1_64_ff1": dict(architecture="multitab", n_layers=1, skip_layers=1, skip_hidden=64, ff_mult=1),
+    "skip1_64_ff1": dict(
+        architecture="multitab", n_layers=1, skip_layers=1, skip_hidden=64, ff_mult=1
+    ),
     "noskip_drop0": dict(architecture="multitab", n_layers=1, skip_hidden=0, dropout=0.0),
     "words": dict(architecture="multitab", n_layers=1, dropout_masks="words"),
-    "words_skip64": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64),
+    "words_skip64": dict(
+        architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64
+    ),
     "hidden": dict(architecture="multitab", n_layers=1, dropout_sites="hidden"),
-    "words_hidden": dict(architecture="multitab", n_layers=1, dropout_masks="words", dropout_sites="hidden"),
-    "words_hidden_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", dropout_sites="hidden",
-                             row_heads=1),
+    "words_hidden": dict(
+        architecture="multitab", n_layers=1, dropout_masks="words", dropout_sites="hidden"
+    ),
+    "words_hidden_rh1": dict(
+        architecture="multitab",
+        n_layers=1,
+        dropout_masks="words",
+        dropout_sites="hidden",
+        row_heads=1,
+    ),
     "words_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=1),
     "words_rh2": dict(architecture="multitab", n_layers=1, dropout_masks="words", row_heads=2),
-    "words_skip64_ff1": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1),
-    "words_skip64_ff1_rh1": dict(architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1,
-                                 row_heads=1),
+    "words_skip64_ff1": dict(
+        architecture="multitab", n_layers=1, dropout_masks="words", skip_hidden=64, ff_mult=1
+    ),
+    "words_skip64_ff1_rh1": dict(
+        architecture="multitab",
+        n_layers=1,
+        dropout_masks="words",
+        skip_hidden=64,
+        ff_mult=1,
+        row_heads=1,
+    ),
 }
 
 
-def fitted(kw: dict[str, Any], X: np.ndarray, Y: np.ndarray, t: int, batch: int) -> MultiTabEstimator:
+def fitted(
+    kw: dict[str, Any], X: np.ndarray, Y: np.ndarray, t: int, batch: int
+) -> MultiTabEstimator:
     """A model of the benchmark's width, fitted one epoch (for its built network)."""
     # the default of 2026-11-29 before the lite step, pinned (the variants override it)
-    kw = {"row_heads": 4, "skip_hidden": 128, "ff_mult": 2, "dropout_masks": "bernoulli", "dropout_sites": "all"} | kw
-    est = MultiTabEstimator(d_embed=8, n_heads=2, hidden=(128, 64), n_context=256, max_epochs=1,
-                            batch_size=batch, val_fraction=0.0, calibration=None, task_types=["regression"] * t,
-                            select="joint", **kw)
+    kw = {
+        "row_heads": 4,
+        "skip_hidden": 128,
+        "ff_mult": 2,
+        "dropout_masks": "bernoulli",
+        "dropout_sites": "all",
+    } | kw
+    est = MultiTabEstimator(
+        d_embed=8,
+        n_heads=2,
+        hidden=(128, 64),
+        n_context=256,
+        max_epochs=1,
+        batch_size=batch,
+        val_fraction=0.0,
+        calibration=None,
+        task_types=["regression"] * t,
+        select="joint",
+        **kw,
+    )
     return est.fit(X, Y)
 
 
@@ -93,7 +130,9 @@ def module_flops(model: torch.nn.Module, xb: torch.Tensor) -> dict[str, float]:
     return out
 
 
-def step(model: torch.nn.Module, opt: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor) -> None:
+def step(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, xb: torch.Tensor, yb: torch.Tensor
+) -> None:
     loss = multitask_loss(list(model.split(model(xb, None))), yb, model.tasks, None)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -101,7 +140,9 @@ def step(model: torch.nn.Module, opt: torch.optim.Optimizer, xb: torch.Tensor, y
     opt.step()
 
 
-def op_times(model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor, steps: int) -> dict[str, float]:
+def op_times(
+    model: torch.nn.Module, xb: torch.Tensor, yb: torch.Tensor, steps: int
+) -> dict[str, float]:
     """Self CPU milliseconds per step of the 15 heaviest aten ops (forward, backward and Adam)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -128,27 +169,49 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per variant")
     ap.add_argument("--profile-steps", type=int, default=10)
-    ap.add_argument("--profile", nargs="*", default=[], choices=sorted(VARIANTS), help="variants also profiled per op")
+    ap.add_argument(
+        "--profile",
+        nargs="*",
+        default=[],
+        choices=sorted(VARIANTS),
+        help="variants also profiled per op",
+    )
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=sorted(VARIANTS))
     args = ap.parse_args()
     if args.out is not None and args.out.exists():
         raise SystemExit(f"{args.out} exists; results are never overwritten, pick another name.")
     torch.set_num_threads(1)
-    report: dict[str, Any] = {"benchmark": "multitab-step-breakdown", "machine": machine_info(),
-                              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                              "variants": {k: VARIANTS[k] for k in args.variants}, "rows": []}
+    report: dict[str, Any] = {
+        "benchmark": "multitab-step-breakdown",
+        "machine": machine_info(),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "variants": {k: VARIANTS[k] for k in args.variants},
+        "rows": [],
+    }
     for t in args.tasks:
-        s = MultiTabBench(n_tasks=t, n_features=8, p=0.6, degrees=3, noise=0.01, sizes=(args.n_train, 10, 10)).sample(seed=0)
+        s = MultiTabBench(
+            n_tasks=t, n_features=8, p=0.6, degrees=3, noise=0.01, sizes=(args.n_train, 10, 10)
+        ).sample(seed=0)
         X, Y = s.train.x.numpy().astype(np.float64), s.train.y.numpy().astype(np.float64)
-        ests = {n: fitted(VARIANTS[n], X, Y, t, args.batch_size) for n in ["mmoe", "default", *args.variants] if n in VARIANTS}
+        ests = {
+            n: fitted(VARIANTS[n], X, Y, t, args.batch_size)
+            for n in ["mmoe", "default", *args.variants]
+            if n in VARIANTS
+        }
         xb = torch.tensor(X[: args.batch_size], dtype=torch.float32)
         yb = torch.tensor(Y[: args.batch_size], dtype=torch.float32)
         row: dict[str, Any] = {"tasks": t, "batch_size": args.batch_size}
         # per module for MultiTab-Net only (FlopCounterMode attributes MMoE's ModuleList experts cumulatively)
         row["mflop_by_module"] = module_flops(ests["default"].model_, xb)
         row["params"] = {n: sum(p.numel() for p in e.model_.parameters()) for n, e in ests.items()}
-        row["op_ms"] = {n: op_times(ests[n].model_, xb, yb, args.profile_steps) for n in ("mmoe", "default", *args.profile)}
-        opts = {n: torch.optim.Adam(e.model_.parameters(), lr=1e-3, foreach=True) for n, e in ests.items()}
+        row["op_ms"] = {
+            n: op_times(ests[n].model_, xb, yb, args.profile_steps)
+            for n in ("mmoe", "default", *args.profile)
+        }
+        opts = {
+            n: torch.optim.Adam(e.model_.parameters(), lr=1e-3, foreach=True)
+            for n, e in ests.items()
+        }
         got: dict[str, list[float]] = defaultdict(list)
         for it in range(args.steps + 5):
             for n, e in ests.items():
@@ -158,9 +221,13 @@ def main() -> None:
                 if it >= 5:
                     got[n].append((time.thread_time() - t0) * 1e3)
         row["step_ms"] = {n: round(float(np.median(v)), 3) for n, v in got.items()}
-        row["step_ratio_to_mmoe"] = {n: round(v / row["step_ms"]["mmoe"], 3) for n, v in row["step_ms"].items()}
+        row["step_ratio_to_mmoe"] = {
+            n: round(v / row["step_ms"]["mmoe"], 3) for n, v in row["step_ms"].items()
+        }
         row["mflop"] = {n: module_flops(e.model_, xb)["Global"] for n, e in ests.items()}
-        row["mflop_ratio_to_mmoe"] = {n: round(v / row["mflop"]["mmoe"], 3) for n, v in row["mflop"].items()}
+        row["mflop_ratio_to_mmoe"] = {
+            n: round(v / row["mflop"]["mmoe"], 3) for n, v in row["mflop"].items()
+        }
         report["rows"].append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     report["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]

@@ -15,8 +15,21 @@ TASKS = (("b", "binary", 2), ("r", "regression", 0))
 
 
 def _cfg(**kw) -> MultiTabConfig:
-    return MultiTabConfig(**(dict(n_num=3, tasks=TASKS, d_embed=8, n_layers=1, n_heads=2, row_heads=2, head_hidden=8,
-                                  skip_hidden=16) | kw))
+    return MultiTabConfig(
+        **(
+            dict(
+                n_num=3,
+                tasks=TASKS,
+                d_embed=8,
+                n_layers=1,
+                n_heads=2,
+                row_heads=2,
+                head_hidden=8,
+                skip_hidden=16,
+            )
+            | kw
+        )
+    )
 
 
 @settings(max_examples=10, deadline=None)
@@ -65,7 +78,9 @@ def test_model_option_swaps_every_dropout_and_keeps_the_state_dict() -> None:
     new = MultiTabNet(_cfg(dropout_masks="words"))
     assert any(type(m) is nn.Dropout for m in old.modules())
     assert not any(type(m) is nn.Dropout for m in new.modules())
-    assert sum(isinstance(m, WordDropout) for m in new.modules()) == sum(type(m) is nn.Dropout for m in old.modules())
+    assert sum(isinstance(m, WordDropout) for m in new.modules()) == sum(
+        type(m) is nn.Dropout for m in old.modules()
+    )
     sd_old, sd_new = old.state_dict(), new.state_dict()
     assert sd_old.keys() == sd_new.keys() and all(torch.equal(sd_old[k], sd_new[k]) for k in sd_old)
     x = torch.randn(1, 6, 3)
@@ -77,7 +92,9 @@ def test_config_option_roundtrip_legacy_and_refusal() -> None:
     cfg = _cfg(dropout_masks="words")
     assert MultiTabConfig.from_dict(cfg.to_dict()).dropout_masks == "words"
     legacy = {k: v for k, v in cfg.to_dict().items() if k != "dropout_masks"}
-    assert MultiTabConfig.from_dict(legacy).dropout_masks == "bernoulli"  # checkpoints before the option
+    assert (
+        MultiTabConfig.from_dict(legacy).dropout_masks == "bernoulli"
+    )  # checkpoints before the option
     with pytest.raises(TabzooInputError, match="dropout_masks"):
         _cfg(dropout_masks="fast")
 
@@ -95,11 +112,18 @@ def test_hidden_sites_drop_only_after_hidden_activations() -> None:
     block = hidden.blocks[0]
     for tb in (block.feature, block.rows):
         assert isinstance(tb.attn.dropout, nn.Identity) and isinstance(tb.dropout, nn.Identity)
-        assert isinstance(tb.ffn.net[2], WordDropout)  # the feed-forward's hidden layer keeps its dropout
+        assert isinstance(
+            tb.ffn.net[2], WordDropout
+        )  # the feed-forward's hidden layer keeps its dropout
     n_full = sum(type(m) is nn.Dropout for m in full.modules())
     assert sum(isinstance(m, WordDropout) for m in hidden.modules()) == n_full - 4
     assert full.state_dict().keys() == hidden.state_dict().keys()
-    assert MultiTabConfig.from_dict({k: v for k, v in _cfg().to_dict().items() if k != "dropout_sites"}).dropout_sites == "all"
+    assert (
+        MultiTabConfig.from_dict(
+            {k: v for k, v in _cfg().to_dict().items() if k != "dropout_sites"}
+        ).dropout_sites
+        == "all"
+    )
     with pytest.raises(TabzooInputError, match="dropout_sites"):
         _cfg(dropout_sites="outputs")
 
@@ -111,8 +135,16 @@ def test_estimator_passes_the_options_to_the_model() -> None:
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), rng.normal(size=(40, 2))
-    est = MultiTabEstimator(d_embed=8, n_heads=2, row_heads=2, max_epochs=1, task_types=["regression"] * 2,
-                            dropout_masks="words", dropout_sites="hidden", random_state=0).fit(X, y)
+    est = MultiTabEstimator(
+        d_embed=8,
+        n_heads=2,
+        row_heads=2,
+        max_epochs=1,
+        task_types=["regression"] * 2,
+        dropout_masks="words",
+        dropout_sites="hidden",
+        random_state=0,
+    ).fit(X, y)
     assert est.model_.cfg.dropout_masks == "words" and est.model_.cfg.dropout_sites == "hidden"
     assert any(isinstance(m, WordDropout) for m in est.model_.modules())
     assert not any(type(m) is nn.Dropout for m in est.model_.modules())
