@@ -97,6 +97,8 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        # branches), and with one inter-sample head
                                        "l1_guarded_words_hidden": dict(n_layers=1, select="guarded", dropout_masks="words",
                                                                        dropout_sites="hidden"),
+                                       "l1_guarded_words_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                    row_heads=1),
                                        "l1_guarded_words_hidden_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
                                                                            dropout_sites="hidden", row_heads=1),
                                        # ... and one inter-sample head (and a feed-forward as wide as the token)

@@ -83,7 +83,8 @@ EPOCH_SPEEDUP_RUNS = ("multitab-epoch-guarded-c-2026-11-29.json", "multitab-epoc
 #: runs (``mt_lite``: stopped after 14 draws; ``mt_lean``: complete) and the real tables
 STEP_BREAKDOWN = "multitab-step-breakdown-2026-11-29.json"
 EPOCH_LEAN_RUNS = ("multitab-epoch-words-2026-11-29.json", "multitab-epoch-words-b-2026-11-29.json",
-                   "multitab-epoch-words-c-2026-11-29.json", "multitab-epoch-words-d-2026-11-29.json")
+                   "multitab-epoch-words-c-2026-11-29.json", "multitab-epoch-words-d-2026-11-29.json",
+                   "multitab-epoch-words-e-2026-11-29.json")
 LITE = "multitab-grid-sizes-lite-summary-2026-11-29.json"
 LEAN = "multitab-grid-sizes-lean-all-summary-2026-11-29.json"
 LEAN_REAL = "multitab-real-lean-2026-11-29.json"
@@ -542,12 +543,13 @@ def render_epoch_lean() -> str:
     runs = [(name, _load(name)) for name in EPOCH_LEAN_RUNS]
     models = [m for m in ("multitab_l1_guarded", "multitab_l1_guarded_words", "multitab_l1_guarded_words_skip64",
                           "multitab_l1_guarded_words_skip64_rh1", "multitab_l1_guarded_words_skip64_ff1_rh1",
-                          "multitab_l1_guarded_words_hidden", "multitab_l1_guarded_words_hidden_rh1", "mmoe_pertask",
+                          "multitab_l1_guarded_words_rh1", "multitab_l1_guarded_words_hidden",
+                          "multitab_l1_guarded_words_hidden_rh1", "mmoe_pertask",
                           "mmoe_words")]
     lines = [" and ".join(f"`benchmarks/results/{n}`" for n, _ in runs) + " (" + runs[0][1]["machine"].get("cpu_model", "?")
              + "; runs " + ", ".join(f"{label}: load {e['machine']['load_average_at_start'][0]:.1f} / "
                                      f"{e.get('load_average_at_end', ['?'])[0]} at the start / end, {e['settings']['epochs']} epochs a fit"
-                                     for label, (_, e) in zip("abcd", runs, strict=False))
+                                     for label, (_, e) in zip("abcde", runs, strict=False))
              + "): CPU seconds per epoch over MMoE's (joint selection) at token width 8 (MLPs 128-64), "
              f"3,000 training rows, batch 256, {runs[0][1]['settings']['n_val']} validation rows scored after every epoch, "
              f"one thread, {runs[0][1]['settings']['repeats']} alternated repeats, median of the per-repeat ratios; whole fit ÷ "
@@ -555,7 +557,7 @@ def render_epoch_lean() -> str:
              "before this change; `_words` = word dropout masks, `_hidden` = dropout after hidden activations only, "
              "`_skip64` = a 64-wide skip path, `_ff1` = feature feed-forward 1x, `_rh1` = one inter-sample head; "
              "`mmoe_words` = MMoE with the word masks too.", "",
-             "| tasks | model | " + " | ".join(f"run {label}" for label, _ in zip("abcd", runs, strict=False)) + " |",
+             "| tasks | model | " + " | ".join(f"run {label}" for label, _ in zip("abcde", runs, strict=False)) + " |",
              "| --- | --- | " + " | ".join("---" for _ in runs) + " |"]
     for t in (3, 5):
         rows = [next(r for r in e["rows"] if r["tasks"] == t and r["d_embed"] == 8) for _, e in runs]

@@ -71,8 +71,8 @@ class MultiTabEstimator(BaseEstimator):
         ``benchmarks/results/multitab-epoch-guarded{,-b}-2026-11-29.json``); per training step it
         does 2.4x / 2.7x MMoE's matmul and attention FLOPs. Met since the "lean step" defaults
         (2026-11-29, late: ``row_heads=1``, ``dropout_masks="words"``, ``dropout_sites="hidden"``):
-        1.38x / 1.33x and 1.44x / 1.24x MMoE's epoch in two side-by-side runs
-        (``multitab-epoch-words-{d,c}-2026-11-29.json``; the step before: 1.58x / 1.52x in run d).
+        1.38x / 1.33x, 1.44x / 1.24x and 1.42x / 1.31x MMoE's epoch in three side-by-side runs
+        (``multitab-epoch-words-{d,c,e}-2026-11-29.json``; the step before: 1.58x / 1.52x in run d).
         ``row_heads`` (inter-sample attention heads) defaults to 1 since then (4 before): the
         flattened row is attended as one head (fewer, larger matmuls).
     :param hidden: hidden widths of the baselines' MLPs.
