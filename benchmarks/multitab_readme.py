@@ -35,6 +35,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``lite``: the grid run of the "lite" candidate (stopped early: partial), joined with the committed runs;
 * ``lean``: the grid run of the "lean" candidate, joined with the committed runs;
 * ``lean-rh4``: the lean step with four inter-sample heads on the grid (which change costs quality);
+* ``words``: the step before with only the word dropout masks on the grid (their random stream alone);
 * ``lean-real``: the real tables with the "lean" candidate, joined with the committed real-table run;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
@@ -89,6 +90,7 @@ EPOCH_LEAN_RUNS = ("multitab-epoch-words-2026-11-29.json", "multitab-epoch-words
 LITE = "multitab-grid-sizes-lite-summary-2026-11-29.json"
 LEAN = "multitab-grid-sizes-lean-all-summary-2026-11-29.json"
 LEAN_RH4 = "multitab-grid-sizes-lean-rh4-summary-2026-11-29.json"  # the lean step with four row heads (diagnosis)
+WORDS = "multitab-grid-sizes-words-summary-2026-11-29.json"  # the step before with only the word masks (diagnosis)
 LEAN_REAL = "multitab-real-lean-2026-11-29.json"
 LEAN_REAL_SUMMARY = "multitab-real-lean-summary-2026-11-29.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
@@ -97,7 +99,7 @@ BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
-BLOCKS = {"step-breakdown": STEP_BREAKDOWN, "epoch-lean": EPOCH_LEAN_RUNS[-1], "lite": LITE, "lean": LEAN, "lean-rh4": LEAN_RH4,
+BLOCKS = {"step-breakdown": STEP_BREAKDOWN, "epoch-lean": EPOCH_LEAN_RUNS[-1], "lite": LITE, "lean": LEAN, "lean-rh4": LEAN_RH4, "words": WORDS,
           "lean-real": LEAN_REAL_SUMMARY, "epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
 #: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
@@ -111,7 +113,8 @@ NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-
          "mt_guarded": "MultiTab-Net, guarded selection",
          "mt_lite": "MultiTab-Net, one block, guarded, lite step (word masks, skip 64, ff_mult 1, one row head)",
          "mt_lean": "MultiTab-Net, one block, guarded, lean step (word masks, dropout after hidden activations only, one row head)",
-         "mt_lean_rh4": "MultiTab-Net, one block, guarded, lean step with four row heads"}
+         "mt_lean_rh4": "MultiTab-Net, one block, guarded, lean step with four row heads",
+         "mt_words": "MultiTab-Net, one block, guarded, the step before with word dropout masks"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
 #: the rows that are the estimator's default: one block, guarded selection since 2026-11-29, with the lean step
 #: (word dropout masks, dropout after hidden activations only, one inter-sample head) since that night
@@ -382,7 +385,7 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
     against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
     s = _load(name)
     g = s["grid"]["stl"]
-    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mt_lite", "mt_lean", "mt_lean_rh4",
+    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mt_lite", "mt_lean", "mt_lean_rh4", "mt_words",
                           "mmoe",
                           "mmoe_pertask",
                           "mmoe_guarded", "mt_twin", "stl_pertask") if m in g]
@@ -587,6 +590,10 @@ RENDER = {"step-breakdown": render_step_breakdown, "epoch-lean": render_epoch_le
                                              default="MultiTab-Net, two blocks, joint selection",
                                              labels={"mt_lean": "MultiTab-Net, lean step (one row head)",
                                                      "mt_l1_guarded": "MultiTab-Net, the step before"}),
+          "words": lambda: render_pertask(WORDS, first=("mt_words", "mt_l1_guarded", "mt_lean", "mmoe"),
+                                          default="MultiTab-Net, two blocks, joint selection",
+                                          labels={"mt_lean": "MultiTab-Net, the lean step",
+                                                  "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
           "lean-real": lambda: render_real(LEAN_REAL_SUMMARY, LEAN_REAL, joined=REAL_GUARDED,
                                            only=("mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded")),
           "epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),

@@ -160,7 +160,11 @@ class MultiTabEstimator(BaseEstimator):
         dropout_masks="bernoulli", dropout_sites="all"``) scored higher: +0.71 %, 15 of 18 settings;
         3 of 4 tables, -0.16 %, at 1.52-1.59x MMoE's epoch. A cheaper "lite" step (also a 64-wide
         skip path and ``ff_mult=1``) lost more and was stopped after 14 draws
-        (``multitab-grid-sizes-lite-summary-2026-11-29.json``).
+        (``multitab-grid-sizes-lite-summary-2026-11-29.json``). The loss goes with this option, not
+        the other two: the step before with only the word masks scored +0.74 %, 15 of 18
+        (``multitab-grid-sizes-words-summary-2026-11-29.json``), the lean step with four row heads
+        +0.44 %, 12 of 18 (``multitab-grid-sizes-lean-rh4-summary-2026-11-29.json``); the word masks
+        alone miss the epoch target at 3 tasks in three of four runs (1.53-1.57x).
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
