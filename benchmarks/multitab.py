@@ -89,6 +89,21 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              "mt_guarded": dict(architecture="multitab", select="guarded"),
              "mt_l1_guarded": dict(architecture="multitab", n_layers=1, select="guarded"),
              "mmoe_guarded": dict(architecture="mmoe", select="guarded"),
+             # issue 26's cheaper steps over mt_l1_guarded (2026-11-29): dropout masks from 16-bit random words,
+             # a 64-wide skip path, one inter-sample head; ``mt_lite`` also a feed-forward as wide as the token
+             "mt_lite": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                             skip_hidden=64, ff_mult=1, row_heads=1),
+             # word masks, dropout only after hidden activations (none on the residual branches), one
+             # inter-sample head; the skip path and the feed-forwards as in mt_l1_guarded
+             "mt_lean": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                             dropout_sites="hidden", row_heads=1, skip_hidden=128, ff_mult=2),
+             # mt_lean with the step before's four inter-sample heads (which of the changes costs quality)
+             "mt_lean_rh4": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                                 dropout_sites="hidden", row_heads=4, skip_hidden=128, ff_mult=2),
+             # the step before with only the word masks (their random stream alone)
+             "mt_words": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words"),
+             "mt_lite_ff2": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                                 skip_hidden=64, row_heads=1),
              # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
              "stl_pertask": dict(architecture="stl", select="per_task")}
 #: one single-task MultiTab-Net per task, with these settings over the recipe's
@@ -103,7 +118,11 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "mt_pertask": "MultiTab-Net, per-task selection", "mt_l1_pertask": "MultiTab-Net, one block, per-task selection",
          "mmoe_pertask": "MMoE, per-task selection", "mt_guarded": "MultiTab-Net, guarded per-task selection",
          "mt_l1_guarded": "MultiTab-Net, one block, guarded per-task selection",
-         "mmoe_guarded": "MMoE, guarded per-task selection", "stl_pertask": "single-task MLP, own early stop per task"}
+         "mmoe_guarded": "MMoE, guarded per-task selection", "mt_lite": "MultiTab-Net, one block, guarded selection, lite step",
+         "mt_lean": "MultiTab-Net, one block, guarded selection, lean step",
+         "mt_lean_rh4": "MultiTab-Net, one block, guarded selection, lean step with four row heads",
+         "mt_words": "MultiTab-Net, one block, guarded selection, word dropout masks only",
+         "mt_lite_ff2": "MultiTab-Net, one block, guarded selection, lite step with ff_mult=2", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in
 #: {(3, clean), (5, clean), (3, noisy)}; ordered so that any prefix of 6 covers every factor level
@@ -125,7 +144,11 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
                 weight_decay=1e-5, schedule="cosine", early_stopping="metric",
                 # pinned: every committed run before 2026-11-29's per-task default selected jointly; the
                 # ``*_pertask`` variants override it
-                select="joint")
+                select="joint",
+                # pinned: the step every committed run trained with (a 128-wide skip path, a feature
+                # feed-forward twice the token width, nn.Dropout's masks at every site; row_heads=4 above);
+                # ``mt_lite*`` / ``mt_lean`` override them (mt_lean = the estimator's default since 2026-11-29, late)
+                skip_hidden=128, ff_mult=2, dropout_masks="bernoulli", dropout_sites="all")
 
 
 def gbdt_scores(kinds: list[str], X_tr, Y_tr, X_te, Y_te, seed: int) -> list[float]:

@@ -37,7 +37,9 @@ from tabzoo_priors import MultiTabBench  # noqa: E402
 
 MODELS: dict[str, dict[str, Any]] = {
     "mmoe": dict(architecture="mmoe", select="joint"),
-    "default": dict(architecture="multitab", n_layers=1, select="guarded"),
+    # the default when it ran (2026-11-29, before the lite step): pinned
+    "default": dict(architecture="multitab", n_layers=1, select="guarded", skip_hidden=128, ff_mult=2,
+                    dropout_masks="bernoulli", dropout_sites="all"),
 }
 _ACC: dict[str, float] = {}
 

@@ -28,7 +28,8 @@ from tabzoo_priors import MultiTabBench
 #: the estimator settings of the benchmark before issue 26 (benchmarks/multitab.py, 2026-11-23)
 BASE: dict[str, Any] = dict(architecture="multitab", d_embed=8, n_layers=2, n_heads=2, row_heads=4, hidden=(128, 64),
                             n_context=256, max_epochs=30, patience=6, batch_size=128, lr=2e-3, dropout=0.1,
-                            val_fraction=0.0, ff_mult=2, head_hidden=32, row_ff_mult=1)
+                            val_fraction=0.0, ff_mult=2, head_hidden=32, row_ff_mult=1, dropout_masks="bernoulli",
+                            dropout_sites="all")
 VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},
     "stl_twin": {},  # one MultiTab-Net per task

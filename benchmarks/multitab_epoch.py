@@ -59,6 +59,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, matmul_gflops  # noqa: E402
 from tabzoo import kernels  # noqa: E402
+from tabzoo_multitab.dropout import use_word_dropout  # noqa: E402
 from tabzoo_multitab.estimator import MultiTabEstimator  # noqa: E402
 from tabzoo_priors import MultiTabBench  # noqa: E402
 
@@ -86,9 +87,32 @@ VARIANTS: dict[str, dict[str, Any]] = {"rff3": dict(row_ff_mult=3), "rff1": dict
                                        "l1": dict(n_layers=1),
                                        # one block with per-task / guarded selection (issue 26; needs --n-val)
                                        "l1_pertask": dict(n_layers=1, select="per_task"),
-                                       "l1_guarded": dict(n_layers=1, select="guarded")}
+                                       "l1_guarded": dict(n_layers=1, select="guarded"),
+                                       # issue 26's cheaper steps: dropout masks from 16-bit random words, and
+                                       # with a 64-wide skip path
+                                       "l1_guarded_words": dict(n_layers=1, select="guarded", dropout_masks="words"),
+                                       "l1_guarded_words_skip64": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                       skip_hidden=64),
+                                       # word masks, dropout only after hidden activations (none on the residual
+                                       # branches), and with one inter-sample head
+                                       "l1_guarded_words_hidden": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                       dropout_sites="hidden"),
+                                       "l1_guarded_words_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                    row_heads=1),
+                                       "l1_guarded_words_hidden_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                           dropout_sites="hidden", row_heads=1),
+                                       # ... and one inter-sample head (and a feed-forward as wide as the token)
+                                       "l1_guarded_words_skip64_rh1": dict(n_layers=1, select="guarded", dropout_masks="words",
+                                                                           skip_hidden=64, row_heads=1),
+                                       "l1_guarded_words_skip64_ff1_rh1": dict(n_layers=1, select="guarded",
+                                                                               dropout_masks="words", skip_hidden=64,
+                                                                               ff_mult=1, row_heads=1)}
 #: MMoE options timed with ``--mmoe-variants``
-MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded")}
+MMOE_VARIANTS: dict[str, dict[str, Any]] = {"pertask": dict(select="per_task"), "guarded": dict(select="guarded"),
+                                             # MMoE with MultiTab-Net's word dropout masks (a fairness check: how
+                                             # much of the gap the mask draws were; the estimator option is
+                                             # MultiTab-Net's only, so this patches the built MMoE)
+                                             "words": dict(word_masks=True)}
 _EPOCHS: list[float] = []  # CPU seconds of each epoch inside the training loop (filled by timed_batches)
 
 
@@ -109,7 +133,10 @@ def timed_batches() -> None:
 def models(row_dims: list[int], variants: list[str] = (), mmoe_variants: list[str] = ()) -> dict[str, dict[str, Any]]:  # type: ignore[assignment]
     # pinned: ``multitab`` = two blocks, every model joint selection unless its variant says otherwise, as in
     # every committed run (the estimator's default is one block with guarded selection since 2026-11-29)
-    mt, mm = dict(architecture="multitab", n_layers=2, select="joint"), dict(architecture="mmoe", select="joint")
+    # (and the step of every committed run: a 128-wide skip path, feature feed-forward 2x, nn.Dropout's masks)
+    mt = dict(architecture="multitab", n_layers=2, select="joint", skip_hidden=128, ff_mult=2, dropout_masks="bernoulli",
+              dropout_sites="all")
+    mm = dict(architecture="mmoe", select="joint")
     out: dict[str, dict[str, Any]] = {"mmoe": dict(mm), "multitab": dict(mt)}
     for v in mmoe_variants:
         out[f"mmoe_{v}"] = mm | MMOE_VARIANTS[v]
@@ -216,11 +243,14 @@ def main() -> None:
                                      for m in models(args.row_dims, args.variants, args.mmoe_variants).items()):
                 use_adam(impl)
                 name = name if len(args.adam) == 1 else f"{name}/{impl}"
-                est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4, row_heads=4,
+                est = MultiTabEstimator(d_embed=int(e), n_heads=2 if int(e) == 8 else 4,
                                         hidden=tuple(int(h) for h in hidden.split(",")), n_context=256,
                                         max_epochs=args.epochs, batch_size=batch_size, val_fraction=0.0,
-                                        calibration=None, task_types=["regression"] * t,
-                                        patience=args.epochs, **{k: v for k, v in kw.items() if k != "kernels"})
+                                        calibration=None, task_types=["regression"] * t, patience=args.epochs,
+                                        **({"row_heads": 4} | {k: v for k, v in kw.items() if k not in ("kernels", "word_masks")}))
+                if kw.get("word_masks"):
+                    build = est._build
+                    est._build = lambda build=build: use_word_dropout(build())  # type: ignore[method-assign]
                 forced = kw.get("kernels")
                 _EPOCHS.clear()
                 c0 = time.process_time()

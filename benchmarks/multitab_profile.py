@@ -40,7 +40,7 @@ def build(arch: str, X: np.ndarray, Y: np.ndarray, tasks: int, extra: dict[str, 
     """The epoch benchmark's estimator model for ``arch``, fitted one epoch on ``X``, ``Y`` (to build it)."""
     est = MultiTabEstimator(architecture=arch, d_embed=8, n_heads=2, row_heads=4, hidden=(128, 64), n_context=256,
                             max_epochs=1, batch_size=32, val_fraction=0.0, calibration=None,
-                            task_types=["regression"] * tasks, **({"n_layers": 2} | extra))  # two blocks, as committed
+                            task_types=["regression"] * tasks, **({"n_layers": 2, "skip_hidden": 128, "ff_mult": 2, "dropout_masks": "bernoulli", "dropout_sites": "all"} | extra))  # as committed
     est.fit(X, Y)
     return est.model_.train()
 

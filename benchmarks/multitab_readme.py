@@ -30,6 +30,13 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``guarded-real``: the real tables with the default, MMoE and the selection variants in one run;
 * ``epoch-guarded``: epoch time at 3,000 rows with a validation pass, one block per-task / guarded vs MMoE;
 * ``epoch-speedup``: the same for the default before / after one-pass validation and cheaper snapshots;
+* ``step-breakdown``: one training step of the default per module (MFLOP) and the step time of cheaper variants;
+* ``epoch-lean``: epoch time of the cheaper-step candidates (word dropout masks, dropout sites, ...) side by side;
+* ``lite``: the grid run of the "lite" candidate (stopped early: partial), joined with the committed runs;
+* ``lean``: the grid run of the "lean" candidate, joined with the committed runs;
+* ``lean-rh4``: the lean step with four inter-sample heads on the grid (which change costs quality);
+* ``words``: the step before with only the word dropout masks on the grid (their random stream alone);
+* ``lean-real``: the real tables with the "lean" candidate, joined with the committed real-table run;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -74,13 +81,26 @@ EPOCH_GUARDED = "multitab-epoch-guarded-2026-11-29.json"
 EPOCH_GUARDED_RUNS = (EPOCH_GUARDED, "multitab-epoch-guarded-b-2026-11-29.json")  # a second run, pooled
 #: epoch time of the default before / after one-pass validation and cheaper snapshots (same flags as ``-b``)
 EPOCH_SPEEDUP_RUNS = ("multitab-epoch-guarded-c-2026-11-29.json", "multitab-epoch-guarded-d-2026-11-29.json")
+#: issue 26's cheaper training step (2026-11-29, late): the step taken apart, the candidates' epoch time, the grid
+#: runs (``mt_lite``: stopped after 14 draws; ``mt_lean``: complete) and the real tables
+STEP_BREAKDOWN = "multitab-step-breakdown-2026-11-29.json"
+EPOCH_LEAN_RUNS = ("multitab-epoch-words-2026-11-29.json", "multitab-epoch-words-b-2026-11-29.json",
+                   "multitab-epoch-words-c-2026-11-29.json", "multitab-epoch-words-d-2026-11-29.json",
+                   "multitab-epoch-words-e-2026-11-29.json")
+LITE = "multitab-grid-sizes-lite-summary-2026-11-29.json"
+LEAN = "multitab-grid-sizes-lean-all-summary-2026-11-29.json"
+LEAN_RH4 = "multitab-grid-sizes-lean-rh4-summary-2026-11-29.json"  # the lean step with four row heads (diagnosis)
+WORDS = "multitab-grid-sizes-words-summary-2026-11-29.json"  # the step before with only the word masks (diagnosis)
+LEAN_REAL = "multitab-real-lean-2026-11-29.json"
+LEAN_REAL_SUMMARY = "multitab-real-lean-summary-2026-11-29.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
-BLOCKS = {"epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
+BLOCKS = {"step-breakdown": STEP_BREAKDOWN, "epoch-lean": EPOCH_LEAN_RUNS[-1], "lite": LITE, "lean": LEAN, "lean-rh4": LEAN_RH4, "words": WORDS,
+          "lean-real": LEAN_REAL_SUMMARY, "epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
 #: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
 NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-task MultiTab-Net", "stl": "single-task MLP",
@@ -90,10 +110,16 @@ NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-
          "mt_l1_pertask": "MultiTab-Net, one block, per-task selection", "mmoe_pertask": "MMoE, per-task selection",
          "stl_pertask": "single-task MLP, own early stop per task",
          "mt_l1_guarded": "MultiTab-Net, one block, guarded selection", "mmoe_guarded": "MMoE, guarded selection",
-         "mt_guarded": "MultiTab-Net, guarded selection"}
+         "mt_guarded": "MultiTab-Net, guarded selection",
+         "mt_lite": "MultiTab-Net, one block, guarded, lite step (word masks, skip 64, ff_mult 1, one row head)",
+         "mt_lean": "MultiTab-Net, one block, guarded, lean step (word masks, dropout after hidden activations only, one row head)",
+         "mt_lean_rh4": "MultiTab-Net, one block, guarded, lean step with four row heads",
+         "mt_words": "MultiTab-Net, one block, guarded, the step before with word dropout masks"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
-#: the rows that are the estimator's default (one block, guarded selection, since 2026-11-29)
-DEFAULT_LABELS = {"mt_l1_guarded": "**MultiTab-Net, one block, guarded selection (the default)**"}
+#: the rows that are the estimator's default: one block, guarded selection since 2026-11-29, with the lean step
+#: (word dropout masks, dropout after hidden activations only, one inter-sample head) since that night
+DEFAULT_LABELS = {"mt_l1_guarded": "**MultiTab-Net, one block, guarded selection** (the default until the lean step)",
+                  "mt_lean": "**MultiTab-Net, one block, guarded selection, lean step (the default)**"}
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -359,7 +385,9 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
     against the single-task MLP, per size, against the single-task MultiTab-Net and against MMoE."""
     s = _load(name)
     g = s["grid"]["stl"]
-    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_pertask",
+    models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mt_lite", "mt_lean", "mt_lean_rh4", "mt_words",
+                          "mmoe",
+                          "mmoe_pertask",
                           "mmoe_guarded", "mt_twin", "stl_pertask") if m in g]
     models = [m for m in first if m in models] + [m for m in models if m not in first]  # ``first`` on top
     sizes = s["grid_by_factor"]["stl"]["n_train"]
@@ -394,12 +422,15 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
     return "\n".join(lines)
 
 
-def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED) -> str:
+def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joined: str = "",
+                only: tuple[str, ...] = ()) -> str:
     """Δm against the single-task MLP per real table (mean ± std over seeds), tables > 0, and how often
-    the guard kept a task's own epoch (from the run's ``selection`` record)."""
+    the guard kept a task's own epoch (from the run's ``selection`` record). ``joined``: the committed
+    run that ``raw``'s models were joined with (its rows, its reference MLP)."""
     s, r = _load(name), _load(raw)
     g = s["real"]["stl"]
-    models = [m for m in ("multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded") if m in g]
+    models = [m for m in ("mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
+              if m in g and (not only or m in only)]
     tables = list(g[models[0]]["per_setting_mean"])
     own: dict[str, list[int]] = {}
     for row in r["real"]:
@@ -408,15 +439,17 @@ def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED) -> st
             got[0] += sum(c["weights"] == "own" for c in sel)
             got[1] += len(sel)
     load = r["machine"].get("load_average_at_start")
-    lines = [f"`benchmarks/results/{name}` (of `{raw}`: {len(tables)} tables x {len(r['settings']['seeds'])} seeds, every "
-             f"model in one run; {r['machine'].get('cpu_model')}, load {load[0]:.1f} at the start): Δm (%) against the "
+    how = (f"`{', '.join(r['settings']['models'])}` joined with `{joined}` (the same seeded subsamples and splits)"
+           if joined else "every model in one run")
+    lines = [f"`benchmarks/results/{name}` (of `{raw}`: {len(tables)} tables x {len(r['settings']['seeds'])} seeds, {how}; "
+             f"{r['machine'].get('cpu_model')}, load {load[0]:.1f} at the start): Δm (%) against the "
              "single-task MLP on the test rows, mean ± std over seeds; tables > 0 = tables whose mean is > 0; "
              "own epochs kept = task choices where the guard kept the task's own best epoch.", "",
              "| model | mean Δm | tables > 0 | " + " | ".join(tables) + " | own epochs kept |",
              "| --- | --- | --- | " + " | ".join("---" for _ in tables) + " | --- |"]
     for m in models:
         o = g[m]
-        kept = f"{own[m][0]} of {own[m][1]}" if m in own else "-"
+        kept = f"{own[m][0]} of {own[m][1]}" if m in own else ("see above" if joined and m == "mt_l1_guarded" else "-")
         label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else DEFAULT_LABELS.get(m, NAMES[m])
         lines.append(f"| {label} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(f"{o['per_setting_mean'][t]:+.2f} ± {o['per_setting_std'][t]:.2f}" for t in tables)
@@ -487,7 +520,83 @@ def render_epoch_speedup() -> str:
     return "\n".join(lines)
 
 
-RENDER = {"epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
+def render_step_breakdown() -> str:
+    """One training step of the default (3,000 rows, batch 256, width 8) per module, and the step time of
+    the variants over MMoE's."""
+    s = _load(STEP_BREAKDOWN)
+    variants = list(s["variants"])
+    lines = [f"`benchmarks/results/{STEP_BREAKDOWN}` ({s['machine'].get('cpu_model')}, load "
+             f"{s['machine']['load_average_at_start'][0]:.1f} / {s['load_average_at_end'][0]:.1f} at the start / end; one "
+             f"thread, batch {s['settings']['batch_size']}, token width 8, MMoE's MLPs 128-64): matmul and attention MFLOP of "
+             "one training forward + backward of the default (one block) per module, and the median thread-CPU time of "
+             f"a whole training step over MMoE's ({s['settings']['steps']} steps per variant, variants alternated). "
+             "Variants over the default: " + "; ".join(f"`{v}` = " + (", ".join(f"{k}={w}" for k, w in s["variants"][v].items()
+                                                                              if k not in ("architecture", "n_layers")) or "-")
+                                                     for v in variants if v not in ("mmoe", "default")) + ".", "",
+             "| tasks | feature attention | inter-sample block | skip path | heads | all | MMoE | "
+             + " | ".join(f"step {v}" for v in variants if v != "mmoe") + " |",
+             "| --- | --- | --- | --- | --- | --- | --- | " + " | ".join("---" for v in variants if v != "mmoe") + " |"]
+    for r in s["rows"]:
+        f = r["mflop_by_module"]
+        lines.append(f"| {r['tasks']} | {f['MultiTabNet.blocks.0.feature']:.1f} | {f['MultiTabNet.blocks.0.rows']:.1f} | "
+                     f"{f.get('MultiTabNet.skip', 0.0):.1f} | {f['MultiTabNet.heads']:.1f} | {f['Global']:.1f} | {r['mflop']['mmoe']:.1f} | "
+                     + " | ".join(f"{r['step_ratio_to_mmoe'][v]:.2f}x" for v in variants if v != "mmoe") + " |")
+    return "\n".join(lines)
+
+
+def render_epoch_lean() -> str:
+    """Epoch time of the cheaper-step candidates over MMoE's (joint), per side-by-side run and task count:
+    whole fit ÷ epochs (the validation pass and the snapshots included), training steps in brackets."""
+    runs = [(name, _load(name)) for name in EPOCH_LEAN_RUNS]
+    models = [m for m in ("multitab_l1_guarded", "multitab_l1_guarded_words", "multitab_l1_guarded_words_skip64",
+                          "multitab_l1_guarded_words_skip64_rh1", "multitab_l1_guarded_words_skip64_ff1_rh1",
+                          "multitab_l1_guarded_words_rh1", "multitab_l1_guarded_words_hidden",
+                          "multitab_l1_guarded_words_hidden_rh1", "mmoe_pertask",
+                          "mmoe_words")]
+    lines = [" and ".join(f"`benchmarks/results/{n}`" for n, _ in runs) + " (" + runs[0][1]["machine"].get("cpu_model", "?")
+             + "; runs " + ", ".join(f"{label}: load {e['machine']['load_average_at_start'][0]:.1f} / "
+                                     f"{e.get('load_average_at_end', ['?'])[0]} at the start / end, {e['settings']['epochs']} epochs a fit"
+                                     for label, (_, e) in zip("abcde", runs, strict=False))
+             + "): CPU seconds per epoch over MMoE's (joint selection) at token width 8 (MLPs 128-64), "
+             f"3,000 training rows, batch 256, {runs[0][1]['settings']['n_val']} validation rows scored after every epoch, "
+             f"one thread, {runs[0][1]['settings']['repeats']} alternated repeats, median of the per-repeat ratios; whole fit ÷ "
+             "epochs, the training steps alone in brackets; - = not in that run. `multitab_l1_guarded` = the default "
+             "before this change; `_words` = word dropout masks, `_hidden` = dropout after hidden activations only, "
+             "`_skip64` = a 64-wide skip path, `_ff1` = feature feed-forward 1x, `_rh1` = one inter-sample head; "
+             "`mmoe_words` = MMoE with the word masks too.", "",
+             "| tasks | model | " + " | ".join(f"run {label}" for label, _ in zip("abcde", runs, strict=False)) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in runs) + " |"]
+    for t in (3, 5):
+        rows = [next(r for r in e["rows"] if r["tasks"] == t and r["d_embed"] == 8) for _, e in runs]
+        for m in models:
+            if not any(m in r["ratio_to_mmoe_median"] for r in rows):
+                continue
+            lines.append(f"| {t} | {m} | " + " | ".join(
+                f"{r['ratio_to_mmoe_median'][m]:.2f}x ({r['loop_ratio_to_mmoe_median'][m]:.2f}x)"
+                if m in r["ratio_to_mmoe_median"] else "-" for r in rows) + " |")
+    return "\n".join(lines)
+
+
+#: the lean blocks name the step before plainly (its rows in the ``guarded`` block carry the default's label)
+LEAN_LABELS = DEFAULT_LABELS | {"mt_l1_guarded": "MultiTab-Net, one block, guarded selection, the step before"}
+
+
+RENDER = {"step-breakdown": render_step_breakdown, "epoch-lean": render_epoch_lean,
+          "lite": lambda: render_pertask(LITE, first=("mt_lite", "mt_l1_guarded"), default="MultiTab-Net, two blocks, joint selection",
+                                         labels=LEAN_LABELS),
+          "lean": lambda: render_pertask(LEAN, first=("mt_lean", "mt_l1_guarded", "mmoe_guarded"),
+                                         default="MultiTab-Net, two blocks, joint selection", labels=LEAN_LABELS),
+          "lean-rh4": lambda: render_pertask(LEAN_RH4, first=("mt_lean_rh4", "mt_lean", "mt_l1_guarded", "mmoe"),
+                                             default="MultiTab-Net, two blocks, joint selection",
+                                             labels={"mt_lean": "MultiTab-Net, lean step (one row head)",
+                                                     "mt_l1_guarded": "MultiTab-Net, the step before"}),
+          "words": lambda: render_pertask(WORDS, first=("mt_words", "mt_l1_guarded", "mt_lean", "mmoe"),
+                                          default="MultiTab-Net, two blocks, joint selection",
+                                          labels={"mt_lean": "MultiTab-Net, the lean step",
+                                                  "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
+          "lean-real": lambda: render_real(LEAN_REAL_SUMMARY, LEAN_REAL, joined=REAL_GUARDED,
+                                           only=("mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded")),
+          "epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
                                             default="MultiTab-Net, two blocks, joint selection (the old default)",
                                             labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
           "pertask": render_pertask, "pertask-all": lambda: render_pertask(PERTASK_ALL), "ablations": render_ablations, "backbone-c": lambda: render_backbone(BACKBONE_C), "epoch-fast": render_epoch_fast,

@@ -1,7 +1,9 @@
 """Saved outputs: seeded fits on a tiny mixed-task table must keep predicting what they predicted
 when they were saved (``tests/data/multitab_reference.npz``), so that a change of training or
-preprocessing cannot change a fitted model unnoticed. Regenerated once on purpose: when the
-feature encoding moved onto the core's preprocessing (robust scaling, soft clip at 4).
+preprocessing cannot change a fitted model unnoticed. Regenerated on purpose: when the
+feature encoding moved onto the core's preprocessing (robust scaling, soft clip at 4); and on
+2026-11-29 when the estimator's defaults took issue 26's lean step (word dropout masks, dropout after
+hidden activations only, one inter-sample head): MultiTab-Net's outputs only, the baselines' unchanged.
 
 Regenerate (only after a deliberate change of the numbers, and say so in the commit):
 ``OMP_NUM_THREADS=1 uv run python packages/multitab/tests/test_multitab_reference.py``.

@@ -8,8 +8,8 @@ from typing import Any
 
 from tabzoo.errors import TabzooInputError
 
-__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "ROW_SCOPES", "NUM_EMBEDDINGS", "TaskSpec", "MultiTabConfig",
-           "parse_tasks"]
+__all__ = ["TASK_KINDS", "MASK_MODES", "TOKEN_MODES", "ROW_SCOPES", "NUM_EMBEDDINGS", "DROPOUT_MASKS", "DROPOUT_SITES", "TaskSpec",
+           "MultiTabConfig", "parse_tasks"]
 
 TASK_KINDS = ("binary", "multiclass", "regression")
 #: inter-feature mask modes: the paper's T↛T (default), F↛T, both, and no mask
@@ -21,7 +21,12 @@ ROW_SCOPES = ("rows", "self")
 #: numeric embeddings (:class:`tabzoo_multitab.embedding.FeatureEmbedding`): the paper's linear one, or PLR
 NUM_EMBEDDINGS = ("linear", "plr")
 #: keys added after checkpoints were first written, with the value that reproduces those checkpoints
-_LEGACY_DEFAULTS = {"num_embedding": "linear", "skip_hidden": 0, "skip_layers": 1}
+_LEGACY_DEFAULTS = {"num_embedding": "linear", "skip_hidden": 0, "skip_layers": 1, "dropout_masks": "bernoulli",
+                    "dropout_sites": "all"}
+#: dropout mask draws (:mod:`tabzoo_multitab.dropout`): torch's per-element Bernoulli, or 16-bit random words
+DROPOUT_MASKS = ("bernoulli", "words")
+#: where dropout acts: every site, or only after hidden activations (none on the residual branches)
+DROPOUT_SITES = ("all", "hidden")
 _MASK_ALIASES = {"T-/->T": "T-/->T", "T↛T": "T-/->T", "F-/->T": "F-/->T", "F↛T": "F-/->T",
                  "both": "both", "F↛T&T↛T": "both", "none": "none", "full": "none"}
 
@@ -121,6 +126,20 @@ class MultiTabConfig:
     :param skip_layers: hidden layers of the skip path (each ``skip_hidden`` wide, GELU, dropout);
         default 2, chosen on validation over 1 in a second round
         (``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
+    :param dropout_masks: how dropout masks are drawn in training: ``"bernoulli"`` (torch's
+        ``nn.Dropout``, one Bernoulli sample per element; the default, and every checkpoint before
+        the option) or ``"words"`` (:class:`~tabzoo_multitab.dropout.WordDropout`: one 32-bit random
+        word per two elements, the same probability to ``2**-16``; a different random stream, so
+        trained numbers differ). Prediction is the same either way (dropout is off in eval mode).
+        This dataclass keeps ``"bernoulli"`` (and ``row_heads=4``, ``dropout_sites="all"``); the
+        estimator's defaults are ``"words"``, 1 and ``"hidden"`` since 2026-11-29 (issue 26's
+        epoch time: :class:`~tabzoo_multitab.estimator.MultiTabEstimator`).
+    :param dropout_sites: ``"all"`` (default, every checkpoint before the option): dropout on the
+        attention outputs, the feed-forward hidden layers and outputs of both attention blocks, and
+        the skip path's hidden layers; ``"hidden"``: only after hidden activations (the feed-forward
+        hidden layers and the skip path), none on the attention and feed-forward outputs added to
+        the residual stream (FT-Transformer's default, ``residual_dropout=0``: Gorishniy et al.
+        2021); 4 of the 8 sites of a one-block model and ~40% of its dropped values fewer.
     """
 
     n_num: int
@@ -144,6 +163,8 @@ class MultiTabConfig:
     plr_sigma: float = 0.1
     skip_hidden: int = 128
     skip_layers: int = 2
+    dropout_masks: str = "bernoulli"
+    dropout_sites: str = "all"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", parse_tasks(self.tasks))
@@ -170,6 +191,10 @@ class MultiTabConfig:
             raise TabzooInputError(f"num_embedding={self.num_embedding!r}: use one of {NUM_EMBEDDINGS}.")
         if self.plr_frequencies < 1 or not self.plr_sigma > 0:
             raise TabzooInputError(f"plr_frequencies={self.plr_frequencies} must be >= 1 and plr_sigma={self.plr_sigma} > 0.")
+        if self.dropout_masks not in DROPOUT_MASKS:
+            raise TabzooInputError(f"dropout_masks={self.dropout_masks!r}: use one of {DROPOUT_MASKS}.")
+        if self.dropout_sites not in DROPOUT_SITES:
+            raise TabzooInputError(f"dropout_sites={self.dropout_sites!r}: use one of {DROPOUT_SITES}.")
         if self.skip_layers < 1:
             raise TabzooInputError(f"skip_layers={self.skip_layers}: the skip path needs >= 1 hidden layer.")
         if self.skip_hidden < 0:

@@ -69,7 +69,12 @@ class MultiTabEstimator(BaseEstimator):
         within 1.5x MMoE's. At 3,000 rows / batch 256, the validation pass included, one block with
         guarded selection takes 1.59x (3 tasks) / 1.52x (5 tasks) MMoE's epoch (two blocks: 2.6-2.9x;
         ``benchmarks/results/multitab-epoch-guarded{,-b}-2026-11-29.json``); per training step it
-        does 2.4x / 2.7x MMoE's matmul and attention FLOPs.
+        does 2.4x / 2.7x MMoE's matmul and attention FLOPs. Met since the "lean step" defaults
+        (2026-11-29, late: ``row_heads=1``, ``dropout_masks="words"``, ``dropout_sites="hidden"``):
+        1.38x / 1.33x, 1.44x / 1.24x and 1.42x / 1.31x MMoE's epoch in three side-by-side runs
+        (``multitab-epoch-words-{d,c,e}-2026-11-29.json``; the step before: 1.58x / 1.52x in run d).
+        ``row_heads`` (inter-sample attention heads) defaults to 1 since then (4 before): the
+        flattened row is attended as one head (fewer, larger matmuls).
     :param hidden: hidden widths of the baselines' MLPs.
     :param n_context: rows of the fixed, seeded prediction context (MultiTab-Net).
     :param max_epochs, batch_size, lr, weight_decay, patience: training, with early stopping.
@@ -139,6 +144,27 @@ class MultiTabEstimator(BaseEstimator):
         (``multitab-grid-sizes-skip{,2}-summary-2026-11-29.json``). ``0`` = the paper's backbone.
     :param skip_layers: hidden layers of the skip path (default 2: better than 1 on validation EV
         in ``benchmarks/results/multitab-backbone-b-2026-11-29.json``).
+    :param dropout_masks: MultiTab-Net's dropout mask draws: ``"words"`` (default since 2026-11-29,
+        late: 16-bit random words, :class:`~tabzoo_multitab.dropout.WordDropout`; cheaper, the same
+        probability, other random numbers) or ``"bernoulli"`` (torch's ``nn.Dropout``, before); see
+        :class:`~tabzoo_multitab.config.MultiTabConfig`. The baselines keep ``nn.Dropout``.
+    :param dropout_sites: MultiTab-Net: ``"hidden"`` (default since 2026-11-29, late: dropout only
+        after hidden activations, none on the residual branches) or ``"all"`` (before); see
+        :class:`~tabzoo_multitab.config.MultiTabConfig`. The three lean-step defaults (this,
+        ``dropout_masks="words"``, ``row_heads=1``) meet issue 26's epoch-time target (see
+        ``n_layers``) and keep its quality targets, narrowly: MultiTab-Bench grid (18 settings x 3
+        seeds, the grid's recipe) Δm against the single-task MLP +0.47 %, positive in 12 of 18
+        settings, above MMoE (+0.45 %); real tables 2 of 4 above the MLP, mean -0.72 %
+        (``benchmarks/results/multitab-grid-sizes-lean-all-summary-2026-11-29.json``,
+        ``multitab-real-lean-summary-2026-11-29.json``). The step before (``row_heads=4,
+        dropout_masks="bernoulli", dropout_sites="all"``) scored higher: +0.71 %, 15 of 18 settings;
+        3 of 4 tables, -0.16 %, at 1.52-1.59x MMoE's epoch. A cheaper "lite" step (also a 64-wide
+        skip path and ``ff_mult=1``) lost more and was stopped after 14 draws
+        (``multitab-grid-sizes-lite-summary-2026-11-29.json``). The loss goes with this option, not
+        the other two: the step before with only the word masks scored +0.74 %, 15 of 18
+        (``multitab-grid-sizes-words-summary-2026-11-29.json``), the lean step with four row heads
+        +0.44 %, 12 of 18 (``multitab-grid-sizes-lean-rh4-summary-2026-11-29.json``); the word masks
+        alone miss the epoch target at 3 tasks in three of four runs (1.53-1.57x).
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -157,7 +183,7 @@ class MultiTabEstimator(BaseEstimator):
 
     def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,
                  task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 1,
-                 n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
+                 n_heads: int = 4, row_heads: int = 1, mask: str = "T-/->T", inter_sample: bool = True,
                  dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
                  hidden: Sequence[int] = (256, 128), n_context: int = 256,
                  max_epochs: int = 100, batch_size: int | str = "auto", lr: float = 1e-3, weight_decay: float = 1e-5,
@@ -166,7 +192,8 @@ class MultiTabEstimator(BaseEstimator):
                  schedule: str = "constant", task_tokens: str = "multi", row_dim: int = 0,
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
-                 skip_layers: int = 2, select: str = "guarded") -> None:
+                 skip_layers: int = 2, select: str = "guarded", dropout_masks: str = "words",
+                 dropout_sites: str = "hidden") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
@@ -203,6 +230,8 @@ class MultiTabEstimator(BaseEstimator):
         self.skip_hidden = skip_hidden
         self.skip_layers = skip_layers
         self.select = select
+        self.dropout_masks = dropout_masks
+        self.dropout_sites = dropout_sites
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -252,7 +281,8 @@ class MultiTabEstimator(BaseEstimator):
                                  row_scope=self.row_scope, row_ff_mult=int(self.row_ff_mult),
                                  num_embedding=self.num_embedding, plr_frequencies=int(self.plr_frequencies),
                                  plr_sigma=float(self.plr_sigma), skip_hidden=int(self.skip_hidden),
-                                 skip_layers=int(self.skip_layers))
+                                 skip_layers=int(self.skip_layers), dropout_masks=self.dropout_masks,
+                                 dropout_sites=self.dropout_sites)
             return MultiTabNet(cfg)
         if self.architecture not in BASELINES:
             raise TabzooInputError(f"architecture {self.architecture!r} is unknown; use one of {ARCHITECTURES}.")

@@ -25,6 +25,7 @@ from torch import nn
 
 from tabzoo_multitab.attention import short_keys
 from tabzoo_multitab.config import MultiTabConfig
+from tabzoo_multitab.dropout import use_word_dropout
 from tabzoo_multitab.embedding import FeatureEmbedding
 from tabzoo_multitab.heads import TaskHeads
 
@@ -118,6 +119,13 @@ class MultiTabNet(nn.Module):
             for a, b in zip(widths[:-1], widths[1:], strict=True):
                 layers += [nn.Linear(a, b), nn.GELU(), nn.Dropout(c.dropout)]
             self.skip = nn.Sequential(*layers, nn.Linear(c.skip_hidden, c.n_task_tokens * c.d_embed))
+        if c.dropout_sites == "hidden":  # no dropout on the residual branches (attention and feed-forward outputs)
+            for block in self.blocks:
+                for tb in (block.feature, block.rows):
+                    if tb is not None:
+                        tb.attn.dropout, tb.dropout = nn.Identity(), nn.Identity()
+        if c.dropout_masks == "words":  # every dropout site draws its masks from 16-bit random words
+            use_word_dropout(self)
 
     @property
     def config(self) -> dict[str, Any]:
