@@ -431,11 +431,11 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
 
 
 def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joined: str = "",
-                only: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> str:
+                only: tuple[str, ...] = (), also: tuple[str, ...] = (), labels: dict[str, str] | None = None) -> str:
     """Δm against the single-task MLP per real table (mean ± std over seeds), tables > 0, and how often
     the guard kept a task's own epoch (from the run's ``selection`` record). ``joined``: the committed
     run that ``raw``'s models were joined with (its rows, its reference MLP); ``also``: further joined runs
-    whose selection records count too."""
+    whose selection records count too; ``labels``: row labels over the defaults."""
     s, r = _load(name), _load(raw)
     g = s["real"]["stl"]
     models = [m for m in ("mt_words_skip64", "mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
@@ -460,7 +460,7 @@ def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joine
     for m in models:
         o = g[m]
         kept = f"{own[m][0]} of {own[m][1]}" if m in own else ("see above" if joined and m == "mt_l1_guarded" else "-")
-        label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else DEFAULT_LABELS.get(m, NAMES[m])
+        label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else (labels or {}).get(m, DEFAULT_LABELS.get(m, NAMES[m]))
         lines.append(f"| {label} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(f"{o['per_setting_mean'][t]:+.2f} ± {o['per_setting_std'][t]:.2f}" for t in tables)
                      + f" | {kept} |")
@@ -610,10 +610,13 @@ RENDER = {"step-breakdown": render_step_breakdown, "epoch-lean": render_epoch_le
                                                                       "mmoe", "mmoe_pertask"),
                                                  default="MultiTab-Net, two blocks, joint selection",
                                                  labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
+                                                         "mt_words": "MultiTab-Net, the step before with word masks (skip 128)",
                                                          "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
           "words-skip64-real": lambda: render_real(WORDS_SKIP64_REAL_SUMMARY, WORDS_SKIP64_REAL, joined=REAL_GUARDED,
                                                    only=("mt_words_skip64", "mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded"),
-                                                   also=(LEAN_REAL,)),
+                                                   also=(LEAN_REAL,),
+                                                   labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
+                                                           "mt_l1_guarded": "MultiTab-Net, the step before (the default until the lean step)"}),
           "epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
                                             default="MultiTab-Net, two blocks, joint selection (the old default)",
                                             labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
