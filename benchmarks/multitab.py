@@ -102,6 +102,9 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
                                  dropout_sites="hidden", row_heads=4, skip_hidden=128, ff_mult=2),
              # the step before with only the word masks (their random stream alone)
              "mt_words": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words"),
+             # the word masks with a 64-wide skip path (every dropout site, four inter-sample heads, ff_mult=2)
+             "mt_words_skip64": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
+                                     dropout_sites="all", row_heads=4, skip_hidden=64, ff_mult=2),
              "mt_lite_ff2": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
                                  skip_hidden=64, row_heads=1),
              # the single-task MLPs, each early-stopped on its own task (joint: one stop for all of them)
@@ -122,6 +125,7 @@ NAMES = {"multitab": "MultiTab-Net", "mt_twin": "single-task MultiTab-Net", "stl
          "mt_lean": "MultiTab-Net, one block, guarded selection, lean step",
          "mt_lean_rh4": "MultiTab-Net, one block, guarded selection, lean step with four row heads",
          "mt_words": "MultiTab-Net, one block, guarded selection, word dropout masks only",
+         "mt_words_skip64": "MultiTab-Net, one block, guarded selection, word dropout masks, 64-wide skip path",
          "mt_lite_ff2": "MultiTab-Net, one block, guarded selection, lite step with ff_mult=2", "stl_pertask": "single-task MLP, own early stop per task"}
 GRID = [dict(regime=r, t=t, p=p) for r in ("clean", "noisy", "small") for t in (3, 5) for p in (0.2, 0.6, 1.0)]
 #: ``--design sizes``: 18 settings = training rows {300, 1,000, 3,000} x p {0.2, 1.0} x (t, noise) in

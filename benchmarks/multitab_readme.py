@@ -37,6 +37,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``lean-rh4``: the lean step with four inter-sample heads on the grid (which change costs quality);
 * ``words``: the step before with only the word dropout masks on the grid (their random stream alone);
 * ``lean-real``: the real tables with the "lean" candidate, joined with the committed real-table run;
+* ``words-skip64`` / ``words-skip64-real``: the word masks with a 64-wide skip path on the grid and the real tables;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -86,13 +87,17 @@ EPOCH_SPEEDUP_RUNS = ("multitab-epoch-guarded-c-2026-11-29.json", "multitab-epoc
 STEP_BREAKDOWN = "multitab-step-breakdown-2026-11-29.json"
 EPOCH_LEAN_RUNS = ("multitab-epoch-words-2026-11-29.json", "multitab-epoch-words-b-2026-11-29.json",
                    "multitab-epoch-words-c-2026-11-29.json", "multitab-epoch-words-d-2026-11-29.json",
-                   "multitab-epoch-words-e-2026-11-29.json")
+                   "multitab-epoch-words-e-2026-11-29.json", "multitab-epoch-words-f-2026-11-29.json")
 LITE = "multitab-grid-sizes-lite-summary-2026-11-29.json"
 LEAN = "multitab-grid-sizes-lean-all-summary-2026-11-29.json"
 LEAN_RH4 = "multitab-grid-sizes-lean-rh4-summary-2026-11-29.json"  # the lean step with four row heads (diagnosis)
 WORDS = "multitab-grid-sizes-words-summary-2026-11-29.json"  # the step before with only the word masks (diagnosis)
 LEAN_REAL = "multitab-real-lean-2026-11-29.json"
 LEAN_REAL_SUMMARY = "multitab-real-lean-summary-2026-11-29.json"
+#: the word masks with a 64-wide skip path (every dropout site, four row heads): grid and real tables
+WORDS_SKIP64 = "multitab-grid-sizes-words-skip64-summary-2026-11-29.json"
+WORDS_SKIP64_REAL = "multitab-real-words-skip64-2026-11-29.json"
+WORDS_SKIP64_REAL_SUMMARY = "multitab-real-words-skip64-summary-2026-11-29.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
@@ -100,6 +105,7 @@ EPOCH = "multitab-epoch-2026-11-28c.json"
 DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
 #: block name -> its result file
 BLOCKS = {"step-breakdown": STEP_BREAKDOWN, "epoch-lean": EPOCH_LEAN_RUNS[-1], "lite": LITE, "lean": LEAN, "lean-rh4": LEAN_RH4, "words": WORDS,
+          "words-skip64": WORDS_SKIP64, "words-skip64-real": WORDS_SKIP64_REAL_SUMMARY,
           "lean-real": LEAN_REAL_SUMMARY, "epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
 #: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
@@ -114,7 +120,8 @@ NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-
          "mt_lite": "MultiTab-Net, one block, guarded, lite step (word masks, skip 64, ff_mult 1, one row head)",
          "mt_lean": "MultiTab-Net, one block, guarded, lean step (word masks, dropout after hidden activations only, one row head)",
          "mt_lean_rh4": "MultiTab-Net, one block, guarded, lean step with four row heads",
-         "mt_words": "MultiTab-Net, one block, guarded, the step before with word dropout masks"}
+         "mt_words": "MultiTab-Net, one block, guarded, the step before with word dropout masks",
+         "mt_words_skip64": "MultiTab-Net, one block, guarded, word dropout masks, 64-wide skip path"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
 #: the rows that are the estimator's default: one block, guarded selection since 2026-11-29, with the lean step
 #: (word dropout masks, dropout after hidden activations only, one inter-sample head) since that night
@@ -386,6 +393,7 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
     s = _load(name)
     g = s["grid"]["stl"]
     models = [m for m in ("multitab", "mt_pertask", "mt_l1", "mt_l1_pertask", "mt_l1_guarded", "mt_lite", "mt_lean", "mt_lean_rh4", "mt_words",
+                          "mt_words_skip64",
                           "mmoe",
                           "mmoe_pertask",
                           "mmoe_guarded", "mt_twin", "stl_pertask") if m in g]
@@ -423,23 +431,25 @@ def render_pertask(name: str = PERTASK, first: tuple[str, ...] = (), default: st
 
 
 def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joined: str = "",
-                only: tuple[str, ...] = ()) -> str:
+                only: tuple[str, ...] = (), also: tuple[str, ...] = (), labels: dict[str, str] | None = None) -> str:
     """Δm against the single-task MLP per real table (mean ± std over seeds), tables > 0, and how often
     the guard kept a task's own epoch (from the run's ``selection`` record). ``joined``: the committed
-    run that ``raw``'s models were joined with (its rows, its reference MLP)."""
+    run that ``raw``'s models were joined with (its rows, its reference MLP); ``also``: further joined runs
+    whose selection records count too; ``labels``: row labels over the defaults."""
     s, r = _load(name), _load(raw)
     g = s["real"]["stl"]
-    models = [m for m in ("mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
+    models = [m for m in ("mt_words_skip64", "mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
               if m in g and (not only or m in only)]
     tables = list(g[models[0]]["per_setting_mean"])
     own: dict[str, list[int]] = {}
-    for row in r["real"]:
+    for row in [row for f in (raw, *also) for row in _load(f)["real"]]:
         for m, sel in row.get("selection", {}).items():
             got = own.setdefault(m, [0, 0])
             got[0] += sum(c["weights"] == "own" for c in sel)
             got[1] += len(sel)
     load = r["machine"].get("load_average_at_start")
-    how = (f"`{', '.join(r['settings']['models'])}` joined with `{joined}` (the same seeded subsamples and splits)"
+    how = (f"`{', '.join(r['settings']['models'])}` joined with " + " and ".join(f"`{j}`" for j in (joined, *also))
+           + " (the same seeded subsamples and splits)"
            if joined else "every model in one run")
     lines = [f"`benchmarks/results/{name}` (of `{raw}`: {len(tables)} tables x {len(r['settings']['seeds'])} seeds, {how}; "
              f"{r['machine'].get('cpu_model')}, load {load[0]:.1f} at the start): Δm (%) against the "
@@ -450,7 +460,7 @@ def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joine
     for m in models:
         o = g[m]
         kept = f"{own[m][0]} of {own[m][1]}" if m in own else ("see above" if joined and m == "mt_l1_guarded" else "-")
-        label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else DEFAULT_LABELS.get(m, NAMES[m])
+        label = "MultiTab-Net, two blocks, joint (the old default)" if m == "multitab" else (labels or {}).get(m, DEFAULT_LABELS.get(m, NAMES[m]))
         lines.append(f"| {label} | {_pm(o)} | {o['settings_positive']} of {o['settings']} | "
                      + " | ".join(f"{o['per_setting_mean'][t]:+.2f} ± {o['per_setting_std'][t]:.2f}" for t in tables)
                      + f" | {kept} |")
@@ -556,7 +566,7 @@ def render_epoch_lean() -> str:
     lines = [" and ".join(f"`benchmarks/results/{n}`" for n, _ in runs) + " (" + runs[0][1]["machine"].get("cpu_model", "?")
              + "; runs " + ", ".join(f"{label}: load {e['machine']['load_average_at_start'][0]:.1f} / "
                                      f"{e.get('load_average_at_end', ['?'])[0]} at the start / end, {e['settings']['epochs']} epochs a fit"
-                                     for label, (_, e) in zip("abcde", runs, strict=False))
+                                     for label, (_, e) in zip("abcdef", runs, strict=False))
              + "): CPU seconds per epoch over MMoE's (joint selection) at token width 8 (MLPs 128-64), "
              f"3,000 training rows, batch 256, {runs[0][1]['settings']['n_val']} validation rows scored after every epoch, "
              f"one thread, {runs[0][1]['settings']['repeats']} alternated repeats, median of the per-repeat ratios; whole fit ÷ "
@@ -564,7 +574,7 @@ def render_epoch_lean() -> str:
              "before this change; `_words` = word dropout masks, `_hidden` = dropout after hidden activations only, "
              "`_skip64` = a 64-wide skip path, `_ff1` = feature feed-forward 1x, `_rh1` = one inter-sample head; "
              "`mmoe_words` = MMoE with the word masks too.", "",
-             "| tasks | model | " + " | ".join(f"run {label}" for label, _ in zip("abcde", runs, strict=False)) + " |",
+             "| tasks | model | " + " | ".join(f"run {label}" for label, _ in zip("abcdef", runs, strict=False)) + " |",
              "| --- | --- | " + " | ".join("---" for _ in runs) + " |"]
     for t in (3, 5):
         rows = [next(r for r in e["rows"] if r["tasks"] == t and r["d_embed"] == 8) for _, e in runs]
@@ -596,6 +606,17 @@ RENDER = {"step-breakdown": render_step_breakdown, "epoch-lean": render_epoch_le
                                                   "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
           "lean-real": lambda: render_real(LEAN_REAL_SUMMARY, LEAN_REAL, joined=REAL_GUARDED,
                                            only=("mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded")),
+          "words-skip64": lambda: render_pertask(WORDS_SKIP64, first=("mt_words_skip64", "mt_words", "mt_l1_guarded", "mt_lean",
+                                                                      "mmoe", "mmoe_pertask"),
+                                                 default="MultiTab-Net, two blocks, joint selection",
+                                                 labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
+                                                         "mt_words": "MultiTab-Net, the step before with word masks (skip 128)",
+                                                         "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
+          "words-skip64-real": lambda: render_real(WORDS_SKIP64_REAL_SUMMARY, WORDS_SKIP64_REAL, joined=REAL_GUARDED,
+                                                   only=("mt_words_skip64", "mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded"),
+                                                   also=(LEAN_REAL,),
+                                                   labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
+                                                           "mt_l1_guarded": "MultiTab-Net, the step before (the default until the lean step)"}),
           "epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
                                             default="MultiTab-Net, two blocks, joint selection (the old default)",
                                             labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,
