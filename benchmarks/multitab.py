@@ -100,7 +100,8 @@ ABLATIONS = {"mt_single": dict(architecture="multitab", task_tokens="single", ma
              # mt_lean with the step before's four inter-sample heads (which of the changes costs quality)
              "mt_lean_rh4": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
                                  dropout_sites="hidden", row_heads=4, skip_hidden=128, ff_mult=2),
-             # the step before with only the word masks (their random stream alone)
+             # the step before with only the word masks (their random stream alone): the estimator's default since
+             # the end of 2026-11-29
              "mt_words": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words"),
              # the word masks with a 64-wide skip path (every dropout site, four inter-sample heads, ff_mult=2)
              "mt_words_skip64": dict(architecture="multitab", n_layers=1, select="guarded", dropout_masks="words",
@@ -151,7 +152,8 @@ def recipe(args: argparse.Namespace, n_train: int) -> dict[str, Any]:
                 select="joint",
                 # pinned: the step every committed run trained with (a 128-wide skip path, a feature
                 # feed-forward twice the token width, nn.Dropout's masks at every site; row_heads=4 above);
-                # ``mt_lite*`` / ``mt_lean`` override them (mt_lean = the estimator's default since 2026-11-29, late)
+                # ``mt_lite*`` / ``mt_lean`` / ``mt_words*`` override them (``mt_words`` = the estimator's default since the
+                # end of 2026-11-29; ``mt_lean`` was for a few hours before it)
                 skip_hidden=128, ff_mult=2, dropout_masks="bernoulli", dropout_sites="all")
 
 

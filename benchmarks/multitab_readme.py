@@ -38,6 +38,7 @@ markers of ``benchmarks/tabflex_readme.py``, whose parser this reuses):
 * ``words``: the step before with only the word dropout masks on the grid (their random stream alone);
 * ``lean-real``: the real tables with the "lean" candidate, joined with the committed real-table run;
 * ``words-skip64`` / ``words-skip64-real``: the word masks with a 64-wide skip path on the grid and the real tables;
+* ``words-real``: the word masks alone (the default since the end of 2026-11-29) on the real tables;
 * ``demo``: ``tabzoo demo --model multitab``'s report (scores and fit + predict seconds).
 
 ``tests/test_multitab_readme_figures.py`` fails when a block and its JSON disagree. Standard library only.
@@ -98,14 +99,17 @@ LEAN_REAL_SUMMARY = "multitab-real-lean-summary-2026-11-29.json"
 WORDS_SKIP64 = "multitab-grid-sizes-words-skip64-summary-2026-11-29.json"
 WORDS_SKIP64_REAL = "multitab-real-words-skip64-2026-11-29.json"
 WORDS_SKIP64_REAL_SUMMARY = "multitab-real-words-skip64-summary-2026-11-29.json"
+#: the real tables with the word masks alone (the estimator's default since the end of 2026-11-29), and its summary
+WORDS_REAL = "multitab-real-words-2026-11-29.json"
+WORDS_REAL_SUMMARY = "multitab-real-words-summary-2026-11-29.json"
 #: ``grid --rows N`` runs of one noisy setting: training rows -> summary
 BIG = {5000: "multitab-grid-sizes-5000-noisy-summary-2026-11-28.json",
        10000: "multitab-grid-sizes-10000-noisy-summary-2026-11-28.json"}
 EPOCH = "multitab-epoch-2026-11-28c.json"
-DEMO = "multitab-demo-2026-11-29b/results.json"  # rerun with the default of one block and guarded selection
+DEMO = "multitab-demo-2026-11-29c/results.json"  # rerun with the lean default (one block, guarded selection, the lean step)
 #: block name -> its result file
 BLOCKS = {"step-breakdown": STEP_BREAKDOWN, "epoch-lean": EPOCH_LEAN_RUNS[-1], "lite": LITE, "lean": LEAN, "lean-rh4": LEAN_RH4, "words": WORDS,
-          "words-skip64": WORDS_SKIP64, "words-skip64-real": WORDS_SKIP64_REAL_SUMMARY,
+          "words-skip64": WORDS_SKIP64, "words-skip64-real": WORDS_SKIP64_REAL_SUMMARY, "words-real": WORDS_REAL_SUMMARY,
           "lean-real": LEAN_REAL_SUMMARY, "epoch-speedup": EPOCH_SPEEDUP_RUNS[1], "guarded": GUARDED, "guarded-real": REAL_GUARDED_SUMMARY, "epoch-guarded": EPOCH_GUARDED, "pertask": PERTASK, "pertask-all": PERTASK_ALL, "ablations": ABLATIONS, "backbone-c": BACKBONE_C, "epoch-fast": EPOCH_FAST, "grid-skip2": SKIP2_SUMMARY, "grid-skip": SKIP_SUMMARY, "backbone": BACKBONE, "backbone-b": BACKBONE_B, "grid-sizes": SUMMARY, "grid-twin": SUMMARY, "grid-nostop": NOSTOP, "grid-big": BIG[5000], "grid-5000": TIMING, "epoch": EPOCH, "demo": DEMO}
 #: ``multitab`` in every committed run is two encoder blocks with joint selection (the benchmark's recipe
 #: pins both); the estimator's default since the evening of 2026-11-29 is ``mt_l1_guarded``
@@ -123,10 +127,12 @@ NAMES = {"multitab": "**MultiTab-Net** (two blocks, joint)", "mt_twin": "single-
          "mt_words": "MultiTab-Net, one block, guarded, the step before with word dropout masks",
          "mt_words_skip64": "MultiTab-Net, one block, guarded, word dropout masks, 64-wide skip path"}
 ORDER = ("multitab", "mmoe", "ple", "mt_twin", "stl", "gbdt")
-#: the rows that are the estimator's default: one block, guarded selection since 2026-11-29, with the lean step
-#: (word dropout masks, dropout after hidden activations only, one inter-sample head) since that night
+#: the rows that are the estimator's default: one block, guarded selection since 2026-11-29; the lean step (word
+#: dropout masks, dropout after hidden activations only, one inter-sample head) for a few hours that night, then
+#: the step before with the word dropout masks only (``mt_words``)
 DEFAULT_LABELS = {"mt_l1_guarded": "**MultiTab-Net, one block, guarded selection** (the default until the lean step)",
-                  "mt_lean": "**MultiTab-Net, one block, guarded selection, lean step (the default)**"}
+                  "mt_lean": "MultiTab-Net, one block, guarded selection, lean step (the default for a few hours)",
+                  "mt_words": "**MultiTab-Net, one block, guarded selection, word dropout masks (the default)**"}
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -438,7 +444,7 @@ def render_real(name: str = REAL_GUARDED_SUMMARY, raw: str = REAL_GUARDED, joine
     whose selection records count too; ``labels``: row labels over the defaults."""
     s, r = _load(name), _load(raw)
     g = s["real"]["stl"]
-    models = [m for m in ("mt_words_skip64", "mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
+    models = [m for m in ("mt_words", "mt_words_skip64", "mt_lean", "multitab", "mt_l1_pertask", "mt_l1_guarded", "mmoe", "mmoe_guarded")
               if m in g and (not only or m in only)]
     tables = list(g[models[0]]["per_setting_mean"])
     own: dict[str, list[int]] = {}
@@ -609,14 +615,19 @@ RENDER = {"step-breakdown": render_step_breakdown, "epoch-lean": render_epoch_le
           "words-skip64": lambda: render_pertask(WORDS_SKIP64, first=("mt_words_skip64", "mt_words", "mt_l1_guarded", "mt_lean",
                                                                       "mmoe", "mmoe_pertask"),
                                                  default="MultiTab-Net, two blocks, joint selection",
-                                                 labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
-                                                         "mt_words": "MultiTab-Net, the step before with word masks (skip 128)",
+                                                 labels={"mt_lean": "MultiTab-Net, the lean step",
+                                                         "mt_words": "MultiTab-Net, word masks, skip 128 (the default)",
                                                          "mt_l1_guarded": "MultiTab-Net, the step before (nn.Dropout)"}),
           "words-skip64-real": lambda: render_real(WORDS_SKIP64_REAL_SUMMARY, WORDS_SKIP64_REAL, joined=REAL_GUARDED,
                                                    only=("mt_words_skip64", "mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded"),
                                                    also=(LEAN_REAL,),
-                                                   labels={"mt_lean": "MultiTab-Net, the lean step (the default)",
+                                                   labels={"mt_lean": "MultiTab-Net, the lean step",
                                                            "mt_l1_guarded": "MultiTab-Net, the step before (the default until the lean step)"}),
+          "words-real": lambda: render_real(WORDS_REAL_SUMMARY, WORDS_REAL, joined=REAL_GUARDED,
+                                            only=("mt_words", "mt_lean", "mt_l1_guarded", "mmoe", "mmoe_guarded"),
+                                            also=(LEAN_REAL,),
+                                            labels={"mt_lean": "MultiTab-Net, the lean step (dropout after hidden activations only, one row head)",
+                                                    "mt_l1_guarded": "MultiTab-Net, the step before with nn.Dropout masks"}),
           "epoch-speedup": render_epoch_speedup, "guarded": lambda: render_pertask(GUARDED, first=("mt_l1_guarded", "mmoe_guarded"),
                                             default="MultiTab-Net, two blocks, joint selection (the old default)",
                                             labels=DEFAULT_LABELS), "guarded-real": render_real, "epoch-guarded": render_epoch_guarded,

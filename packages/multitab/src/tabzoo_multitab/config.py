@@ -131,9 +131,8 @@ class MultiTabConfig:
         the option) or ``"words"`` (:class:`~tabzoo_multitab.dropout.WordDropout`: one 32-bit random
         word per two elements, the same probability to ``2**-16``; a different random stream, so
         trained numbers differ). Prediction is the same either way (dropout is off in eval mode).
-        This dataclass keeps ``"bernoulli"`` (and ``row_heads=4``, ``dropout_sites="all"``); the
-        estimator's defaults are ``"words"``, 1 and ``"hidden"`` since 2026-11-29 (issue 26's
-        epoch time: :class:`~tabzoo_multitab.estimator.MultiTabEstimator`).
+        This dataclass keeps ``"bernoulli"``; the estimator's default is ``"words"`` since
+        2026-11-29 (issue 26's epoch time: :class:`~tabzoo_multitab.estimator.MultiTabEstimator`).
     :param dropout_sites: ``"all"`` (default, every checkpoint before the option): dropout on the
         attention outputs, the feed-forward hidden layers and outputs of both attention blocks, and
         the skip path's hidden layers; ``"hidden"``: only after hidden activations (the feed-forward

@@ -65,16 +65,16 @@ class MultiTabEstimator(BaseEstimator):
         also apply to the baselines.
         ``n_layers`` (encoder blocks) defaults to 1 since 2026-11-29 (issue 26; 2 before, still
         available): with ``select="guarded"`` it has the best grid Δm of the models run (see
-        ``select``), and its epoch is ~1.7x faster than two blocks'. Not met: the issue's epoch time
-        within 1.5x MMoE's. At 3,000 rows / batch 256, the validation pass included, one block with
-        guarded selection takes 1.59x (3 tasks) / 1.52x (5 tasks) MMoE's epoch (two blocks: 2.6-2.9x;
-        ``benchmarks/results/multitab-epoch-guarded{,-b}-2026-11-29.json``); per training step it
-        does 2.4x / 2.7x MMoE's matmul and attention FLOPs. Met since the "lean step" defaults
-        (2026-11-29, late: ``row_heads=1``, ``dropout_masks="words"``, ``dropout_sites="hidden"``):
-        1.38x / 1.33x, 1.44x / 1.24x and 1.42x / 1.31x MMoE's epoch in three side-by-side runs
-        (``multitab-epoch-words-{d,c,e}-2026-11-29.json``; the step before: 1.58x / 1.52x in run d).
-        ``row_heads`` (inter-sample attention heads) defaults to 1 since then (4 before): the
-        flattened row is attended as one head (fewer, larger matmuls).
+        ``select``), and its epoch is ~1.7x faster than two blocks'. The issue's epoch time within
+        1.5x MMoE's is narrowly missed at 3 tasks: at 3,000 rows / batch 256, the validation pass
+        included, the default (one block, guarded, word dropout masks) takes 1.53x / 1.46x / 1.53x /
+        1.57x (3 tasks) and 1.35x / 1.41x / 1.47x / 1.43x (5 tasks) MMoE's epoch in four side-by-side
+        runs (``benchmarks/results/multitab-epoch-words{,-b,-c,-d}-2026-11-29.json``; with
+        ``nn.Dropout`` masks 1.49-1.69x / 1.50-1.53x; two blocks 2.6-2.9x); per training step it
+        does 2.4x / 2.7x MMoE's matmul and attention FLOPs. The "lean step" (``row_heads=1``,
+        ``dropout_sites="hidden"``) meets it (1.38-1.44x / 1.24-1.34x in runs c-f) at a cost in
+        quality (see ``dropout_sites``). ``row_heads``: inter-sample attention heads (default 4; 1
+        attends the flattened row as one head: fewer, larger matmuls).
     :param hidden: hidden widths of the baselines' MLPs.
     :param n_context: rows of the fixed, seeded prediction context (MultiTab-Net).
     :param max_epochs, batch_size, lr, weight_decay, patience: training, with early stopping.
@@ -147,24 +147,27 @@ class MultiTabEstimator(BaseEstimator):
     :param dropout_masks: MultiTab-Net's dropout mask draws: ``"words"`` (default since 2026-11-29,
         late: 16-bit random words, :class:`~tabzoo_multitab.dropout.WordDropout`; cheaper, the same
         probability, other random numbers) or ``"bernoulli"`` (torch's ``nn.Dropout``, before); see
-        :class:`~tabzoo_multitab.config.MultiTabConfig`. The baselines keep ``nn.Dropout``.
-    :param dropout_sites: MultiTab-Net: ``"hidden"`` (default since 2026-11-29, late: dropout only
-        after hidden activations, none on the residual branches) or ``"all"`` (before); see
-        :class:`~tabzoo_multitab.config.MultiTabConfig`. The three lean-step defaults (this,
-        ``dropout_masks="words"``, ``row_heads=1``) meet issue 26's epoch-time target (see
-        ``n_layers``) and keep its quality targets, narrowly: MultiTab-Bench grid (18 settings x 3
-        seeds, the grid's recipe) Δm against the single-task MLP +0.47 %, positive in 12 of 18
-        settings, above MMoE (+0.45 %); real tables 2 of 4 above the MLP, mean -0.72 %
-        (``benchmarks/results/multitab-grid-sizes-lean-all-summary-2026-11-29.json``,
-        ``multitab-real-lean-summary-2026-11-29.json``). The step before (``row_heads=4,
-        dropout_masks="bernoulli", dropout_sites="all"``) scored higher: +0.71 %, 15 of 18 settings;
-        3 of 4 tables, -0.16 %, at 1.52-1.59x MMoE's epoch. A cheaper "lite" step (also a 64-wide
-        skip path and ``ff_mult=1``) lost more and was stopped after 14 draws
-        (``multitab-grid-sizes-lite-summary-2026-11-29.json``). The loss goes with this option, not
-        the other two: the step before with only the word masks scored +0.74 %, 15 of 18
-        (``multitab-grid-sizes-words-summary-2026-11-29.json``), the lean step with four row heads
-        +0.44 %, 12 of 18 (``multitab-grid-sizes-lean-rh4-summary-2026-11-29.json``); the word masks
-        alone miss the epoch target at 3 tasks in three of four runs (1.53-1.57x).
+        :class:`~tabzoo_multitab.config.MultiTabConfig`. The baselines keep ``nn.Dropout``. The word
+        masks keep the quality of the step before: MultiTab-Bench grid (18 settings x 3 seeds, the
+        grid's recipe) Δm against the single-task MLP +0.74 %, positive in 15 of 18 settings (MMoE
+        +0.45 %, MMoE with per-task selection +0.58 %); real tables 2 of 4 above the MLP, mean +0.06 %
+        (``benchmarks/results/multitab-grid-sizes-words-summary-2026-11-29.json``,
+        ``multitab-real-words-summary-2026-11-29.json``); with ``nn.Dropout`` +0.71 %, 15 of 18; 3 of
+        4 tables, -0.16 %.
+    :param dropout_sites: MultiTab-Net: ``"all"`` (default) or ``"hidden"`` (dropout only after
+        hidden activations, none on the residual branches); see
+        :class:`~tabzoo_multitab.config.MultiTabConfig`. With ``row_heads=1`` and the word masks,
+        ``"hidden"`` is the "lean step" (the estimator's default for a few hours on 2026-11-29): it
+        meets issue 26's epoch-time target (see ``n_layers``) but loses quality: grid +0.47 %, 12 of
+        18 settings; real tables 2 of 4, mean -0.72 %
+        (``multitab-grid-sizes-lean-all-summary-2026-11-29.json``,
+        ``multitab-real-lean-summary-2026-11-29.json``). The loss goes with this option: the lean
+        step with four row heads scored +0.44 %, 12 of 18
+        (``multitab-grid-sizes-lean-rh4-summary-2026-11-29.json``). Cheaper steps that keep every
+        dropout site lost more: a 64-wide skip path with the word masks +0.18 %, 10 of 18
+        (``multitab-grid-sizes-words-skip64-summary-2026-11-29.json``), and the "lite" step (also
+        ``ff_mult=1`` and one row head) was stopped after 14 draws
+        (``multitab-grid-sizes-lite-summary-2026-11-29.json``).
     :param num_embedding, plr_frequencies, plr_sigma: numeric embeddings: ``"linear"`` (default, the
         paper) or ``"plr"`` (Gorishniy et al. 2022; bounded, so it extrapolates polynomial tails
         badly: worse than linear on validation in the same diagnosis).
@@ -183,7 +186,7 @@ class MultiTabEstimator(BaseEstimator):
 
     def __init__(self, architecture: str = "multitab", task_types: Sequence[str] | None = None,
                  task_weights: Sequence[float] | None = None, d_embed: int = 16, n_layers: int = 1,
-                 n_heads: int = 4, row_heads: int = 1, mask: str = "T-/->T", inter_sample: bool = True,
+                 n_heads: int = 4, row_heads: int = 4, mask: str = "T-/->T", inter_sample: bool = True,
                  dropout: float = 0.1, ff_mult: int = 2, head_hidden: int = 32,
                  hidden: Sequence[int] = (256, 128), n_context: int = 256,
                  max_epochs: int = 100, batch_size: int | str = "auto", lr: float = 1e-3, weight_decay: float = 1e-5,
@@ -193,7 +196,7 @@ class MultiTabEstimator(BaseEstimator):
                  row_scope: str = "rows", row_ff_mult: int = 1, num_embedding: str = "linear",
                  plr_frequencies: int = 16, plr_sigma: float = 0.1, skip_hidden: int = 128,
                  skip_layers: int = 2, select: str = "guarded", dropout_masks: str = "words",
-                 dropout_sites: str = "hidden") -> None:
+                 dropout_sites: str = "all") -> None:
         self.architecture = architecture
         self.task_types = task_types
         self.task_weights = task_weights
