@@ -355,9 +355,9 @@ def test_readme_delay_fit_option_figure_matches_its_result_file(what: str, text:
 
 def _large_fit_figures() -> list[tuple[str, str]]:
     """``Ramba.fit(ensemble=5, snapshot_every=50, hold=1000, recalibrate=True)`` at the 5,000-seed
-    budget (``ramba_tasks_regression_fit.py --budget large``; the run's file, summarised with the
-    flat and aggregate LightGBM peers on the same rows), and its members' weight averages."""
-    d = json.loads((RESULTS / "ramba-tasks-regression-fit-large-summary-2026-11-29.json").read_text())
+    budget (``ramba_tasks_regression_fit.py --budget large``; three runs, one per seed, summarised
+    with the flat and aggregate LightGBM peers on the same rows), and its members' weight averages."""
+    d = json.loads((RESULTS / "ramba-tasks-regression-fit-large-3seeds-summary-2026-11-29.json").read_text())
     e, p, done = d["estimators"], d["peers"], d["seeds_done"]
     runs = [d["fit_runs"][str(s)] for s in done]
 
@@ -368,25 +368,34 @@ def _large_fit_figures() -> list[tuple[str, str]]:
         return "| " + " | ".join([str(k)] + [f"{e[f'ens-{k}{t}']['test_mean']:.3f}"
                                                for t in ("", "+recal", "-wavg", "-wavg+recal")]) + " |"
 
-    times = [t for s in done for t in d["member_times"][str(s)]]
-    out = [("large fit test", "test R^2 " + " / ".join(f"{r['test']:.3f}" for r in runs) + " at seed"
-            + ("s " if len(done) > 1 else " ") + " / ".join(str(s) for s in done)),
+    def joined(values: list[float], fmt: str = ".3f") -> str:
+        return " / ".join(f"{v:{fmt}}" for v in values)
+
+    def times(seed: int, key: str) -> str:
+        return joined([t[key] for t in d["member_times"][str(seed)]], ".0f")
+
+    fit = d["fit_test"]
+    out = [("large fit test", f"test R^2 {joined([r['test'] for r in runs])} at seeds "
+            + " / ".join(str(s) for s in done) + f" ({fit[0]:.3f} +- {fit[1]:.3f})"),
            ("large seeds", f"Seeds done: {len(done)} of 3"),
-           ("large hold choice", f"its own R^2 is {e['ens-5']['hold'][0]:.3f} raw against "
-            f"{e['ens-5+recal']['hold'][0]:.3f} with the line (5-fold cross-validated)")]
+           ("large no line", f"scores {joined(e['ens-5']['test'])} ({e['ens-5']['test_mean']:.3f} +- "
+            f"{e['ens-5']['test_std']:.3f}; weight average {e['ens-5-wavg']['test_mean']:.3f} +- "
+            f"{e['ens-5-wavg']['test_std']:.3f})"),
+           ("large hold choice", f"its own R^2 {joined(e['ens-5']['hold'])} raw against "
+            f"{joined(e['ens-5+recal']['hold'])} with the line")]
     out += [(f"large row ens-{k}", row(k)) for k in range(1, 6)]
     for name, what in (("lightgbm-flat-fit-rows-es-hold", "flat, 5,000 rows, early-stopped on the hold-out"),
                        ("lightgbm-flat-all-rows-es-val", "flat, all 6,000 rows, early-stopped on val"),
                        ("lightgbm-relational-fit-rows-es-hold", "aggregates, 5,000 rows, early-stopped on the hold-out"),
                        ("lightgbm-relational-all-rows-es-val", "aggregates, all 6,000 rows, early-stopped on val")):
         out.append((name, f"| {what} | {per_seed(name)} | {p[name]['test'][0]:.3f} +- {p[name]['test'][1]:.3f} |"))
-    out.append(("large training cost", "training " + " / ".join(f"{t['train_cpu_s']:.0f}" for t in times)
-                + " CPU s per member"))
-    out.append(("large predict cost", "its 7 states predict 2,000 rows in "
-                + " / ".join(f"{t['predict_cpu_s']:.0f}" for t in times) + " CPU s, the weight average in "
-                + " / ".join(f"{t['predict_wavg_cpu_s']:.0f}" for t in times)))
+    out.append(("large training cost", f"training {times(0, 'train_cpu_s')} CPU s per member at seed 0"))
+    out.append(("large training cost 1-2", f"{times(1, 'train_cpu_s')} and {times(2, 'train_cpu_s')} at seeds 1 / 2"))
+    out.append(("large fit cost", f"`Ramba.fit` {joined([r['fit_cpu_s'] for r in runs], '.0f').replace('2078', '2,078')} CPU s"))
+    out.append(("large predict cost", f"its 7 states predict 2,000 rows in {times(1, 'predict_cpu_s')} CPU s, "
+                f"the weight average in {times(1, 'predict_wavg_cpu_s')} CPU s"))
     loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
-    out.append(("large load", f"load {min(loads):.1f}-{max(loads):.1f}"))
+    out.append(("large load", f"load {min(loads):.1f}-{max(loads):.1f} over the three runs"))
     return out
 
 
