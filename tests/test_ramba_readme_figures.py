@@ -391,7 +391,7 @@ def _large_fit_figures() -> list[tuple[str, str]]:
         out.append((name, f"| {what} | {per_seed(name)} | {p[name]['test'][0]:.3f} +- {p[name]['test'][1]:.3f} |"))
     out.append(("large training cost", f"training {times(0, 'train_cpu_s')} CPU s per member at seed 0"))
     out.append(("large training cost 1-2", f"{times(1, 'train_cpu_s')} and {times(2, 'train_cpu_s')} at seeds 1 / 2"))
-    out.append(("large fit cost", f"`Ramba.fit` {joined([r['fit_cpu_s'] for r in runs], '.0f').replace('2078', '2,078')} CPU s"))
+    out.append(("large fit cost", f"`Ramba.fit` {joined([r['fit_cpu_s'] for r in runs], ',.0f')} CPU s"))
     out.append(("large predict cost", f"its 7 states predict 2,000 rows in {times(1, 'predict_cpu_s')} CPU s, "
                 f"the weight average in {times(1, 'predict_wavg_cpu_s')} CPU s"))
     loads = [x for r in d["training_runs"] for x in (r["load_average_at_start"][0], r["load_average_at_end"][0])]
